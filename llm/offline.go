@@ -36,16 +36,39 @@ func ExecutorAdviceLines() []string {
 	}
 }
 
-// Offline answers every kind of call deterministically from its seed and
-// the request, without network or key. Its answers are always valid for the
-// kind asked, so every flow of the harness runs offline. They test the
-// machinery and are never evidence.
+// Offline answers calls deterministically, without network or key. It does
+// not know what any call is for: the code that makes a call attaches the
+// Player that answers it (Client.WithPlayer), so each agent owns its offline
+// behaviour and no request carries inputs meant only for this provider.
+// Offline answers exercise the machinery and are never evidence.
 type Offline struct {
-	seed int64
+	seed   int64
+	player Player
 }
+
+// A Player answers one call in place of a model, deterministically from the
+// provider's seed and the request. It must return a message of the shape the
+// call asks for (a JSON object for a schema, tool calls for a tool turn).
+type Player func(seed int64, req Request) (Message, error)
 
 // NewOffline returns an offline provider.
 func NewOffline(seed int64) *Offline { return &Offline{seed: seed} }
+
+// WithPlayer returns a copy of c whose offline provider answers through p. A
+// client backed by a real model is returned unchanged, so callers attach
+// their player on every call without asking which provider they have.
+func (c *Client) WithPlayer(p Player) *Client {
+	if c == nil {
+		return nil
+	}
+	o, ok := c.Provider.(*Offline)
+	if !ok {
+		return c
+	}
+	cp := *c
+	cp.Provider = &Offline{seed: o.seed, player: p}
+	return &cp
+}
 
 // Offline reports true.
 func (o *Offline) Offline() bool { return true }
@@ -58,7 +81,19 @@ func (o *Offline) Complete(ctx context.Context, req Request) (Response, error) {
 	}
 	var msg Message
 	finish := "stop"
-	if req.Kind == KindAgentStep || (req.Kind == "" && len(req.Tools) > 0) {
+	if o.player != nil {
+		m, err := o.player(o.seed, req)
+		if err != nil {
+			return Response{}, fmt.Errorf("offline answer for %s: %w", req.Caller, err)
+		}
+		msg = m
+		if msg.Role == "" {
+			msg.Role = RoleAssistant
+		}
+		if len(msg.ToolCalls) > 0 {
+			finish = "tool_calls"
+		}
+	} else if req.Kind == KindAgentStep || (req.Kind == "" && len(req.Tools) > 0) {
 		msg = o.agentStep(req)
 		if len(msg.ToolCalls) > 0 {
 			finish = "tool_calls"
@@ -716,4 +751,13 @@ func (a offlineAgent) summary() string {
 		s += " Listing: " + truncate(oneLine(r), 500)
 	}
 	return truncate(s, 2000)
+}
+
+// JSONAnswer is a Player's answer to a structured call: v as a JSON object.
+func JSONAnswer(v any) (Message, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return Message{}, fmt.Errorf("encode offline answer: %w", err)
+	}
+	return Message{Role: RoleAssistant, Content: string(b)}, nil
 }
