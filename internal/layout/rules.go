@@ -1,0 +1,113 @@
+// Package layout states which of the module's packages may import
+// which, and checks an import graph against that statement. The layout is a
+// design decision (docs/architecture.md explains it); writing it down as data
+// lets a test fail the moment an import crosses a line, instead of a reviewer
+// noticing months later.
+package layout
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Module is the module path every rule is relative to.
+const Module = "github.com/mediated-coevo/harness"
+
+// Allowed maps each package of the module (relative to Module) to the
+// module packages it may import directly ("*": any). A package missing from
+// the map may not exist: adding a package means deciding where it sits.
+func Allowed() map[string][]string {
+	return map[string][]string{
+		"conditions":            {},
+		"config":                {"conditions"},
+		"internal/durable":      {},
+		"internal/dockertest":   {},
+		"internal/importrules":  {},
+		"skills":                {"conditions", "internal/durable"},
+		"benchmarks":            {"config", "conditions"},
+		"llm/prompt":            {},
+		"llm":                   {"config", "conditions", "llm/prompt"},
+		"llm/llmtest":           {"llm"},
+		"executor":              {"benchmarks", "conditions", "config", "internal/durable", "llm", "skills"},
+		"executor/docker":       {"executor", "benchmarks", "conditions", "config", "internal/durable"},
+		"executor/lab":          {"executor", "benchmarks", "conditions", "config", "internal/durable", "llm", "llm/prompt", "skills"},
+		"mediator":              {"executor", "conditions", "config", "llm", "llm/prompt", "skills"},
+		"harness/gate":          {},
+		"harness/gate/simtable": {"harness/gate"},
+		"harness/stats":         {},
+		"harness/rundir":        {"conditions", "config", "internal/durable"},
+		"harness/inspect":       {"conditions", "harness/rundir", "harness/stats", "internal/durable"},
+		"harness/report":        {"conditions", "harness/inspect", "harness/rundir", "harness/stats", "internal/durable"},
+		"harness": {"benchmarks", "conditions", "config", "executor", "harness/gate", "harness/rundir",
+			"harness/stats", "internal/durable", "llm", "llm/prompt", "mediator", "skills"},
+		"cmd/harness/cli": {"benchmarks", "conditions", "config", "harness", "harness/inspect", "harness/report",
+			"harness/rundir", "skills"},
+		"cmd/harness": {"*"},
+	}
+}
+
+// Isolated lists packages whose whole dependency tree must stay free of
+// some outside modules: the readers and the on-disk format build without a
+// container engine or a model client, and the trial contract knows no engine.
+func Isolated() map[string][]string {
+	return map[string][]string{
+		"harness/rundir":  {"github.com/docker/docker", "github.com/openai/openai-go"},
+		"harness/inspect": {"github.com/docker/docker", "github.com/openai/openai-go"},
+		"harness/report":  {"github.com/docker/docker", "github.com/openai/openai-go"},
+		"executor":        {"github.com/docker/docker"},
+		"llm":             {"github.com/docker/docker"},
+		"mediator":        {"github.com/docker/docker"},
+		"conditions":      {"github.com/docker/docker", "github.com/openai/openai-go"},
+		"config":          {"github.com/docker/docker", "github.com/openai/openai-go"},
+	}
+}
+
+// Package is one node of an import graph, with paths relative to Module
+// for the module's own packages and full paths for everything else.
+type Package struct {
+	Path    string
+	Imports []string // direct imports
+	Deps    []string // every package in the dependency tree
+}
+
+// Check returns one line per broken rule, sorted; none means the graph
+// keeps the layout.
+func Check(pkgs []Package, allowed map[string][]string, isolated map[string][]string) []string {
+	var out []string
+	for _, p := range pkgs {
+		may, known := allowed[p.Path]
+		if !known {
+			out = append(out, fmt.Sprintf("%s is not in the import rules: decide which packages it may import and add it", p.Path))
+			continue
+		}
+		for _, imp := range p.Imports {
+			if !own(imp) || slices.Contains(may, "*") || slices.Contains(may, imp) {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s imports %s, which it may not", p.Path, imp))
+		}
+		for _, banned := range isolated[p.Path] {
+			for _, dep := range p.Deps {
+				if dep == banned || strings.HasPrefix(dep, banned+"/") {
+					out = append(out, fmt.Sprintf("%s depends on %s (through its imports), which it must not", p.Path, banned))
+					break
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// own reports whether a path names one of the module's packages: rules use
+// paths relative to Module, and every such path starts with one of the
+// module's top-level folders.
+func own(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	switch first {
+	case "cmd", "harness", "conditions", "mediator", "executor", "benchmarks", "skills", "config", "llm", "internal":
+		return true
+	}
+	return false
+}

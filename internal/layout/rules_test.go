@@ -1,0 +1,213 @@
+package layout
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestCheck shows the checker at work on small graphs: each forbidden pair
+// is a deliberately wrong import that must be reported, each allowed pair
+// must pass.
+func TestCheck(t *testing.T) {
+	rules := map[string][]string{
+		"conditions":      {},
+		"config":          {"conditions"},
+		"harness/rundir":  {"config"},
+		"harness/inspect": {"harness/rundir"},
+		"harness":         {"harness/rundir", "executor"},
+		"executor":        {},
+		"cmd/harness":     {"*"},
+	}
+	isolated := map[string][]string{"harness/inspect": {"github.com/docker/docker"}}
+	tests := []struct {
+		name string
+		pkg  Package
+		want []string
+	}{
+		{"allowed: reader imports the format", Package{Path: "harness/inspect", Imports: []string{"harness/rundir", "fmt"}}, nil},
+		{"allowed: orchestrator imports the trial contract", Package{Path: "harness", Imports: []string{"executor", "harness/rundir"}}, nil},
+		{"allowed: the composition root imports anything", Package{Path: "cmd/harness", Imports: []string{"executor", "harness"}}, nil},
+		{"allowed: outside modules are not ruled", Package{Path: "config", Imports: []string{"github.com/BurntSushi/toml"}}, nil},
+		{"forbidden: reader imports the orchestrator", Package{Path: "harness/inspect", Imports: []string{"harness"}},
+			[]string{"harness/inspect imports harness, which it may not"}},
+		{"forbidden: an import pointing up", Package{Path: "conditions", Imports: []string{"config"}},
+			[]string{"conditions imports config, which it may not"}},
+		{"forbidden: the trial contract imports the orchestrator", Package{Path: "executor", Imports: []string{"harness"}},
+			[]string{"executor imports harness, which it may not"}},
+		{"forbidden: a reader that pulls in the engine client", Package{Path: "harness/inspect", Imports: []string{"harness/rundir"},
+			Deps: []string{"harness/rundir", "github.com/docker/docker/client"}},
+			[]string{"harness/inspect depends on github.com/docker/docker (through its imports), which it must not"}},
+		{"forbidden: a package nobody placed", Package{Path: "helpers", Imports: nil},
+			[]string{"helpers is not in the import rules: decide which packages it may import and add it"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Check([]Package{tt.pkg}, rules, isolated)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Check = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestModuleKeepsTheRules checks the module as it is against Allowed and
+// Isolated.
+func TestModuleKeepsTheRules(t *testing.T) {
+	pkgs := listModule(t)
+	if len(pkgs) < 10 {
+		t.Fatalf("go list found only %d packages; is the test running inside the module?", len(pkgs))
+	}
+	for _, problem := range Check(pkgs, Allowed(), Isolated()) {
+		t.Error(problem)
+	}
+	// Every rule names a package that exists, so the table cannot drift
+	// into protecting nothing.
+	have := map[string]bool{}
+	for _, p := range pkgs {
+		have[p.Path] = true
+	}
+	for path := range Allowed() {
+		if !have[path] {
+			t.Errorf("the import rules name %s, which is not a package of the module", path)
+		}
+	}
+}
+
+// listModule runs go list over the whole module (tests excluded: test
+// files may import whatever helps them) and returns paths relative to
+// Module.
+func listModule(t *testing.T) []Package {
+	t.Helper()
+	root := moduleRoot(t)
+	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", "./...")
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list ./...: %v\n%s", err, stderr.String())
+	}
+	var pkgs []Package
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var raw struct {
+			ImportPath string
+			Imports    []string
+			Deps       []string
+		}
+		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		pkgs = append(pkgs, Package{Path: rel(raw.ImportPath), Imports: mapRel(raw.Imports), Deps: mapRel(raw.Deps)})
+	}
+	return pkgs
+}
+
+func rel(path string) string {
+	if r, ok := strings.CutPrefix(path, Module+"/"); ok {
+		return r
+	}
+	return path
+}
+
+func mapRel(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = rel(p)
+	}
+	return out
+}
+
+// TestModelTransportKnowsNoRole keeps llm free of the lab's roles: the
+// roles live in mediator and are handed to llm as data, never named by it.
+func TestModelTransportKnowsNoRole(t *testing.T) {
+	root := moduleRoot(t)
+	role := regexp.MustCompile(`(?i)planner|mediator|advisor|reflector`)
+	err := filepath.WalkDir(filepath.Join(root, "llm"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			if m := role.FindString(line); m != "" {
+				r, _ := filepath.Rel(root, path)
+				t.Errorf("%s:%d names the role %q; llm carries messages for any role and must not know them", r, i+1, m)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOrchestratorFunctionsStayShort keeps the orchestrator and the task
+// loader readable: a function over maxLines is split along its steps.
+func TestOrchestratorFunctionsStayShort(t *testing.T) {
+	const maxLines = 80
+	root := moduleRoot(t)
+	for _, dir := range []string{"harness", "benchmarks"} {
+		files, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			for _, f := range longFunctions(t, path, maxLines) {
+				r, _ := filepath.Rel(root, path)
+				t.Errorf("%s: %s", r, f)
+			}
+		}
+	}
+}
+
+func longFunctions(t *testing.T, path string, maxLines int) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, path, nil, 0)
+	if err != nil {
+		t.Fatalf("parse %s: %v", path, err)
+	}
+	var out []string
+	for _, decl := range file.Decls {
+		fn, ok := decl.(*ast.FuncDecl)
+		if !ok || fn.Body == nil {
+			continue
+		}
+		n := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1
+		if n > maxLines {
+			out = append(out, fmt.Sprintf("func %s is %d lines (at most %d)", fn.Name.Name, n, maxLines))
+		}
+	}
+	return out
+}
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(gomod)))
+}
