@@ -405,36 +405,67 @@ type parsedTOML struct {
 // parseTaskTOML decodes task.toml into a TaskConfig. It never panics on any
 // input; problems carry the file and, where the decoder knows it, the line.
 func parseTaskTOML(path string, data []byte, lookup func(string) (string, bool)) parsedTOML {
-	var (
-		raw      rawTask
-		warnings []string
-		probs    []*TaskError
-	)
-	lines := keyLines(string(data))
-	warn := func(key, msg string) {
-		if l := lines[key]; l > 0 {
-			warnings = append(warnings, fmt.Sprintf("%s:%d: %s", path, l, msg))
-		} else {
-			warnings = append(warnings, fmt.Sprintf("%s: %s", path, msg))
-		}
-	}
-	fail := func(key, msg string) {
-		probs = append(probs, &TaskError{Path: path, Line: lines[key], Msg: msg})
-	}
-
+	p := &taskParser{path: path, lines: keyLines(string(data)), lookup: lookup}
+	var raw rawTask
 	md, err := toml.Decode(string(data), &raw)
 	if err != nil {
 		return parsedTOML{probs: []*TaskError{decodeError(path, err)}}
 	}
+	p.unknownKeys(md.Undecoded())
 
-	// Unknown keys: report the outermost one only ([reward] rather than
-	// [reward] and reward.x), skipping free-form tables.
+	var cfg TaskConfig
+	cfg.SchemaVersion = p.schemaVersion(raw.SchemaVersion, raw.Version)
+	if raw.Source != nil {
+		cfg.Origin = *raw.Source
+	}
+	cfg.Metadata = raw.Metadata
+	cfg.Package = p.packageInfo(raw.Task)
+	p.steps(&cfg, &raw)
+	cfg.Agent = AgentConfig{TimeoutSec: raw.Agent.TimeoutSec.V, User: string(raw.Agent.User)}
+	cfg.Verifier = p.verifier(raw.Verifier)
+	cfg.Solution = SolutionConfig{Env: p.expandEnv(raw.Solution.Env, "solution.env")}
+	cfg.Environment = p.environment(raw.Environment)
+	return parsedTOML{cfg: cfg, warnings: p.warnings, probs: p.probs, decoded: true}
+}
+
+// taskParser gathers the warnings and problems of one task.toml while its
+// methods read the decoded sections one by one.
+type taskParser struct {
+	path     string
+	lines    map[string]int // dotted key -> line, for messages
+	lookup   func(string) (string, bool)
+	warnings []string
+	probs    []*TaskError
+}
+
+// warn records a warning at the line of key when it is known.
+func (p *taskParser) warn(key, msg string) {
+	if l := p.lines[key]; l > 0 {
+		p.warnings = append(p.warnings, fmt.Sprintf("%s:%d: %s", p.path, l, msg))
+	} else {
+		p.warnings = append(p.warnings, fmt.Sprintf("%s: %s", p.path, msg))
+	}
+}
+
+// fail records a problem that keeps the task from loading.
+func (p *taskParser) fail(key, msg string) {
+	p.probs = append(p.probs, &TaskError{Path: p.path, Line: p.lines[key], Msg: msg})
+}
+
+func (p *taskParser) expandEnv(in map[string]string, table string) map[string]string {
+	return expandEnv(in, table, p.lookup, p.warn)
+}
+
+// unknownKeys warns about keys the decoder did not use. Only the outermost
+// one is reported ([reward] rather than [reward] and reward.x), and
+// free-form tables are skipped.
+func (p *taskParser) unknownKeys(keys []toml.Key) {
 	undecoded := map[string]bool{}
-	for _, k := range md.Undecoded() {
+	for _, k := range keys {
 		undecoded[k.String()] = true
 	}
 	var unknown []string
-	for _, k := range md.Undecoded() {
+	for _, k := range keys {
 		ks := k.String()
 		if hasPrefixKey(ks, freeForm...) {
 			continue
@@ -450,73 +481,82 @@ func parseTaskTOML(path string, data []byte, lookup func(string) (string, bool))
 		if h, ok := keyHints[ks]; ok {
 			msg = fmt.Sprintf("unknown key %s (ignored; %s)", ks, h)
 		}
-		warn(ks, msg)
+		p.warn(ks, msg)
 	}
+}
 
-	var cfg TaskConfig
+// schemaVersion picks schema_version, falling back to the legacy version.
+func (p *taskParser) schemaVersion(schema, legacy *versionString) string {
 	switch {
-	case raw.SchemaVersion != nil && raw.Version != nil && *raw.SchemaVersion != *raw.Version:
-		warn("version", fmt.Sprintf("both schema_version (%q) and legacy version (%q) are set; using schema_version", *raw.SchemaVersion, *raw.Version))
-		cfg.SchemaVersion = string(*raw.SchemaVersion)
-	case raw.SchemaVersion != nil:
-		cfg.SchemaVersion = string(*raw.SchemaVersion)
-	case raw.Version != nil:
-		cfg.SchemaVersion = string(*raw.Version)
-	default:
-		warn("", "no schema_version (or legacy version); add schema_version = \"1.1\"")
+	case schema != nil && legacy != nil && *schema != *legacy:
+		p.warn("version", fmt.Sprintf("both schema_version (%q) and legacy version (%q) are set; using schema_version", *schema, *legacy))
+		return string(*schema)
+	case schema != nil:
+		return string(*schema)
+	case legacy != nil:
+		return string(*legacy)
 	}
-	if raw.Source != nil {
-		cfg.Origin = *raw.Source
-	}
-	cfg.Metadata = raw.Metadata
+	p.warn("", "no schema_version (or legacy version); add schema_version = \"1.1\"")
+	return ""
+}
 
-	if raw.Task != nil {
-		p := PackageInfo(*raw.Task)
-		cfg.Package = &p
-		if p.Name == "" {
-			warn("task", "[task] has no name; Harbor needs name = \"org/name\" to publish the task")
-		} else if !strings.Contains(p.Name, "/") {
-			warn("task.name", fmt.Sprintf("[task] name %q is not of the form org/name", p.Name))
-		}
+// packageInfo reads [task]; nil when the file has none.
+func (p *taskParser) packageInfo(raw *rawPackage) *PackageInfo {
+	if raw == nil {
+		return nil
 	}
+	info := PackageInfo(*raw)
+	if info.Name == "" {
+		p.warn("task", "[task] has no name; Harbor needs name = \"org/name\" to publish the task")
+	} else if !strings.Contains(info.Name, "/") {
+		p.warn("task.name", fmt.Sprintf("[task] name %q is not of the form org/name", info.Name))
+	}
+	return &info
+}
 
+// steps copies the multi-step keys and artifacts into cfg. They are kept
+// for the record only: this harness runs neither.
+func (p *taskParser) steps(cfg *TaskConfig, raw *rawTask) {
 	if raw.MultiStep != nil {
 		cfg.MultiStepRewardStrategy = *raw.MultiStep
 		if s := *raw.MultiStep; s != "mean" && s != "final" {
-			warn("multi_step_reward_strategy", fmt.Sprintf("multi_step_reward_strategy %q is neither \"mean\" nor \"final\"", s))
+			p.warn("multi_step_reward_strategy", fmt.Sprintf("multi_step_reward_strategy %q is neither \"mean\" nor \"final\"", s))
 		}
 	}
 	if len(raw.Steps) > 0 {
 		cfg.Steps = raw.Steps
-		warn("steps", "multi-step task: this harness runs the top-level instruction.md and tests only")
+		p.warn("steps", "multi-step task: this harness runs the top-level instruction.md and tests only")
 	}
 	if len(raw.Artifacts) > 0 {
 		cfg.Artifacts = raw.Artifacts
-		warn("artifacts", "artifacts are not collected by this harness")
+		p.warn("artifacts", "artifacts are not collected by this harness")
 	}
+}
 
-	cfg.Agent = AgentConfig{TimeoutSec: raw.Agent.TimeoutSec.V, User: string(raw.Agent.User)}
-
-	cfg.Verifier = VerifierConfig{
-		TimeoutSec:      raw.Verifier.TimeoutSec.V,
-		Env:             expandEnv(raw.Verifier.Env, "verifier.env", lookup, warn),
-		User:            string(raw.Verifier.User),
-		EnvironmentMode: raw.Verifier.EnvironmentMode,
+// verifier reads [verifier]. The tests always run in the agent's container.
+func (p *taskParser) verifier(raw rawVerifier) VerifierConfig {
+	v := VerifierConfig{
+		TimeoutSec:      raw.TimeoutSec.V,
+		Env:             p.expandEnv(raw.Env, "verifier.env"),
+		User:            string(raw.User),
+		EnvironmentMode: raw.EnvironmentMode,
 	}
-	switch raw.Verifier.EnvironmentMode {
+	switch raw.EnvironmentMode {
 	case "", "shared":
-		if raw.Verifier.Environment != nil {
-			warn("verifier.environment", "a separate verifier environment is not supported; the tests run in the agent's container")
+		if raw.Environment != nil {
+			p.warn("verifier.environment", "a separate verifier environment is not supported; the tests run in the agent's container")
 		}
 	case "separate":
-		warn("verifier.environment_mode", "environment_mode = \"separate\" is not supported; the tests run in the agent's container")
+		p.warn("verifier.environment_mode", "environment_mode = \"separate\" is not supported; the tests run in the agent's container")
 	default:
-		fail("verifier.environment_mode", fmt.Sprintf("verifier.environment_mode: must be \"shared\" or \"separate\", not %q", raw.Verifier.EnvironmentMode))
+		p.fail("verifier.environment_mode", fmt.Sprintf("verifier.environment_mode: must be \"shared\" or \"separate\", not %q", raw.EnvironmentMode))
 	}
+	return v
+}
 
-	cfg.Solution = SolutionConfig{Env: expandEnv(raw.Solution.Env, "solution.env", lookup, warn)}
-
-	re := raw.Environment
+// environment reads [environment], folding the deprecated size strings
+// into their _mb keys.
+func (p *taskParser) environment(re rawEnv) EnvConfig {
 	env := EnvConfig{
 		BuildTimeoutSec: re.BuildTimeoutSec.V,
 		DockerImage:     re.DockerImage,
@@ -524,9 +564,8 @@ func parseTaskTOML(path string, data []byte, lookup func(string) (string, bool))
 		MemoryMB:        re.MemoryMB.V,
 		StorageMB:       re.StorageMB.V,
 		AllowInternet:   true, // Harbor's default
-		Env:             expandEnv(re.Env, "environment.env", lookup, warn),
+		Env:             p.expandEnv(re.Env, "environment.env"),
 		Workdir:         re.Workdir,
-		OS:              re.OS,
 		GPUs:            re.GPUs.V,
 		GPUTypes:        re.GPUTypes,
 		SkillsDir:       re.SkillsDir,
@@ -535,64 +574,80 @@ func parseTaskTOML(path string, data []byte, lookup func(string) (string, bool))
 	if re.AllowInternet != nil {
 		env.AllowInternet = *re.AllowInternet
 	}
-	switch re.OS {
-	case "":
-		env.OS = "linux"
-	case "linux":
-	case "windows":
-		warn("environment.os", "os = \"windows\": this harness runs Linux containers only")
-	default:
-		fail("environment.os", fmt.Sprintf("environment.os: must be \"linux\" or \"windows\", not %q", re.OS))
-	}
+	env.OS = p.containerOS(re.OS)
 	if env.GPUs > 0 {
-		warn("environment.gpus", fmt.Sprintf("gpus = %d requested; containers here get no GPUs", env.GPUs))
+		p.warn("environment.gpus", fmt.Sprintf("gpus = %d requested; containers here get no GPUs", env.GPUs))
 	}
 	if re.Workdir != "" && !strings.HasPrefix(re.Workdir, "/") {
-		fail("environment.workdir", fmt.Sprintf("environment.workdir: must be an absolute path in the container, not %q", re.Workdir))
+		p.fail("environment.workdir", fmt.Sprintf("environment.workdir: must be an absolute path in the container, not %q", re.Workdir))
 	}
-	if re.Memory.Set {
-		switch {
-		case re.MemoryMB.Set && re.MemoryMB.V != re.Memory.V:
-			fail("environment.memory", fmt.Sprintf("environment: memory (%d MB) and memory_mb (%d) disagree; keep memory_mb only", re.Memory.V, re.MemoryMB.V))
-		default:
-			env.MemoryMB = re.Memory.V
-			warn("environment.memory", fmt.Sprintf("environment.memory is deprecated; write memory_mb = %d", re.Memory.V))
-		}
+	env.MemoryMB = p.legacySize("memory", re.Memory, re.MemoryMB)
+	env.StorageMB = p.legacySize("storage", re.Storage, re.StorageMB)
+	p.mcpServers(env.MCPServers)
+	env.Healthcheck = p.healthcheck(re.Healthcheck)
+	return env
+}
+
+// containerOS checks environment.os; empty means linux.
+func (p *taskParser) containerOS(name string) string {
+	switch name {
+	case "":
+		return "linux"
+	case "linux":
+	case "windows":
+		p.warn("environment.os", "os = \"windows\": this harness runs Linux containers only")
+	default:
+		p.fail("environment.os", fmt.Sprintf("environment.os: must be \"linux\" or \"windows\", not %q", name))
 	}
-	if re.Storage.Set {
-		switch {
-		case re.StorageMB.Set && re.StorageMB.V != re.Storage.V:
-			fail("environment.storage", fmt.Sprintf("environment: storage (%d MB) and storage_mb (%d) disagree; keep storage_mb only", re.Storage.V, re.StorageMB.V))
-		default:
-			env.StorageMB = re.Storage.V
-			warn("environment.storage", fmt.Sprintf("environment.storage is deprecated; write storage_mb = %d", re.Storage.V))
-		}
+	return name
+}
+
+// legacySize reconciles the deprecated size string environment.<name>
+// (memory, storage) with <name>_mb and returns the size in MB to use.
+func (p *taskParser) legacySize(name string, legacy sizeMB, mb count) int64 {
+	if !legacy.Set {
+		return mb.V
 	}
-	for i, s := range env.MCPServers {
+	key := "environment." + name
+	if mb.Set && mb.V != legacy.V {
+		p.fail(key, fmt.Sprintf("environment: %s (%d MB) and %s_mb (%d) disagree; keep %s_mb only", name, legacy.V, name, mb.V, name))
+		return mb.V
+	}
+	p.warn(key, fmt.Sprintf("environment.%s is deprecated; write %s_mb = %d", name, name, legacy.V))
+	return legacy.V
+}
+
+// mcpServers checks each server's transport in place, reading Harbor's
+// "http" as streamable-http.
+func (p *taskParser) mcpServers(servers []MCPServer) {
+	for i, s := range servers {
 		switch s.Transport {
 		case "", "sse", "streamable-http", "stdio":
 		case "http":
-			env.MCPServers[i].Transport = "streamable-http"
+			servers[i].Transport = "streamable-http"
 		default:
-			fail("environment.mcp_servers", fmt.Sprintf("environment.mcp_servers[%d]: transport must be sse, streamable-http or stdio, not %q", i, s.Transport))
+			p.fail("environment.mcp_servers", fmt.Sprintf("environment.mcp_servers[%d]: transport must be sse, streamable-http or stdio, not %q", i, s.Transport))
 		}
 	}
-	if len(env.MCPServers) > 0 {
-		warn("environment.mcp_servers", "MCP servers are not started by this harness")
+	if len(servers) > 0 {
+		p.warn("environment.mcp_servers", "MCP servers are not started by this harness")
 	}
-	if h := re.Healthcheck; h != nil {
-		env.Healthcheck = &Healthcheck{
-			Command:          h.Command,
-			IntervalSec:      h.IntervalSec.V,
-			TimeoutSec:       h.TimeoutSec.V,
-			StartPeriodSec:   h.StartPeriodSec.V,
-			StartIntervalSec: h.StartIntervalSec.V,
-			Retries:          h.Retries.V,
-		}
-		warn("environment.healthcheck", "environment healthchecks are not run by this harness")
+}
+
+// healthcheck reads [environment.healthcheck]; nil when absent.
+func (p *taskParser) healthcheck(h *rawHealthcheck) *Healthcheck {
+	if h == nil {
+		return nil
 	}
-	cfg.Environment = env
-	return parsedTOML{cfg: cfg, warnings: warnings, probs: probs, decoded: true}
+	p.warn("environment.healthcheck", "environment healthchecks are not run by this harness")
+	return &Healthcheck{
+		Command:          h.Command,
+		IntervalSec:      h.IntervalSec.V,
+		TimeoutSec:       h.TimeoutSec.V,
+		StartPeriodSec:   h.StartPeriodSec.V,
+		StartIntervalSec: h.StartIntervalSec.V,
+		Retries:          h.Retries.V,
+	}
 }
 
 // expandEnv fills ${VAR} and ${VAR:-default} from the host. An unset

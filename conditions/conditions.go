@@ -89,18 +89,64 @@ func (c Condition) ProposalFeedback() ProposalFeedback {
 	}
 }
 
-// Role is a skill owner whose skill a policy may let evolve.
+// Role names a part of the lab: each model role has its own [models.<role>]
+// table, and the three skill roles (executor, planner, mediator) also own a
+// skill that a policy may let evolve. Its string is the on-disk name.
 type Role string
 
-// Skill roles.
+// The model roles. RoleExecutor, RolePlanner and RoleMediator are the skill
+// roles too.
 const (
-	Executor Role = "executor"
-	Planner  Role = "planner"
-	Mediator Role = "mediator"
+	RolePlanner   Role = "planner"
+	RoleExecutor  Role = "executor"
+	RoleCode      Role = "code"
+	RoleExplore   Role = "explore"
+	RolePlan      Role = "plan"
+	RoleMediator  Role = "mediator"
+	RoleAdvisor   Role = "advisor"
+	RoleReflector Role = "reflector"
+	RoleCompactor Role = "compactor"
 )
 
-// Roles lists the skill roles in their documented order.
-func Roles() []Role { return []Role{Executor, Planner, Mediator} }
+// ModelRoles lists every model role in a stable order.
+func ModelRoles() []Role {
+	return []Role{RolePlanner, RoleExecutor, RoleCode, RoleExplore, RolePlan,
+		RoleMediator, RoleAdvisor, RoleReflector, RoleCompactor}
+}
+
+// SkillRoles lists the roles that own a skill, in their documented order.
+func SkillRoles() []Role { return []Role{RoleExecutor, RolePlanner, RoleMediator} }
+
+// IsModel reports whether r is a model role.
+func (r Role) IsModel() bool { return slices.Contains(ModelRoles(), r) }
+
+// IsSkill reports whether r is a skill role.
+func (r Role) IsSkill() bool { return slices.Contains(SkillRoles(), r) }
+
+// ParseModelRole reads a model role name, exactly as written.
+func ParseModelRole(s string) (Role, error) {
+	if r := Role(s); r.IsModel() {
+		return r, nil
+	}
+	return "", fmt.Errorf("unknown model role %q (roles: %s)", s, strings.Join(RoleNames(ModelRoles()), ", "))
+}
+
+// ParseSkillRole reads a skill role name, exactly as written.
+func ParseSkillRole(s string) (Role, error) {
+	if r := Role(s); r.IsSkill() {
+		return r, nil
+	}
+	return "", fmt.Errorf("unknown skill role %q: use executor, planner or mediator", s)
+}
+
+// RoleNames returns the names of rs, for places that deal in plain strings.
+func RoleNames(rs []Role) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = string(r)
+	}
+	return out
+}
 
 // Policy says which skills may change during a run.
 type Policy struct {
@@ -137,11 +183,11 @@ func ParsePolicy(s string) (Policy, error) {
 				return PolicyAll, nil
 			}
 			return PolicyNone, nil
-		case string(Executor):
+		case string(RoleExecutor):
 			p.Executor = true
-		case string(Planner):
+		case string(RolePlanner):
 			p.Planner = true
-		case string(Mediator):
+		case string(RoleMediator):
 			p.Mediator = true
 		default:
 			return Policy{}, fmt.Errorf("skill-update policy %q: unknown entry %q (use none, all, or a comma list of executor, planner, mediator)", s, name)
@@ -153,11 +199,11 @@ func ParsePolicy(s string) (Policy, error) {
 // Allows reports whether the policy lets r's skill change.
 func (p Policy) Allows(r Role) bool {
 	switch r {
-	case Executor:
+	case RoleExecutor:
 		return p.Executor
-	case Planner:
+	case RolePlanner:
 		return p.Planner
-	case Mediator:
+	case RoleMediator:
 		return p.Mediator
 	}
 	return false
@@ -175,7 +221,7 @@ func (p Policy) String() string {
 		return "all"
 	}
 	var names []string
-	for _, r := range Roles() {
+	for _, r := range SkillRoles() {
 		if p.Allows(r) {
 			names = append(names, string(r))
 		}

@@ -119,8 +119,8 @@ func TestPolicyStringRoundTrips(t *testing.T) {
 		if err := q.UnmarshalText(text); err != nil || q != p {
 			t.Errorf("text round trip of %+v gave %+v, %v", p, q, err)
 		}
-		for _, r := range Roles() {
-			want := map[Role]bool{Executor: p.Executor, Planner: p.Planner, Mediator: p.Mediator}[r]
+		for _, r := range SkillRoles() {
+			want := map[Role]bool{RoleExecutor: p.Executor, RolePlanner: p.Planner, RoleMediator: p.Mediator}[r]
 			if p.Allows(r) != want {
 				t.Errorf("%s.Allows(%s) = %v", p, r, p.Allows(r))
 			}
@@ -199,5 +199,65 @@ func TestPresets(t *testing.T) {
 	}
 	if _, err := LookupPreset("full"); err == nil || !strings.Contains(err.Error(), "full_coevolution") {
 		t.Errorf("unknown preset error should list the presets: %v", err)
+	}
+}
+
+func TestRoles(t *testing.T) {
+	tests := []struct {
+		name         string
+		model, skill bool
+	}{
+		{"planner", true, true},
+		{"executor", true, true},
+		{"mediator", true, true},
+		{"code", true, false},
+		{"explore", true, false},
+		{"plan", true, false},
+		{"advisor", true, false},
+		{"reflector", true, false},
+		{"compactor", true, false},
+		{"coevo", false, false},
+		{"Planner", false, false},
+		{" planner", false, false},
+		{"", false, false},
+	}
+	for _, tt := range tests {
+		r := Role(tt.name)
+		if r.IsModel() != tt.model || r.IsSkill() != tt.skill {
+			t.Errorf("%q: IsModel %v, IsSkill %v; want %v, %v", tt.name, r.IsModel(), r.IsSkill(), tt.model, tt.skill)
+		}
+		if got, err := ParseModelRole(tt.name); (err == nil) != tt.model || (err == nil && got != r) {
+			t.Errorf("ParseModelRole(%q) = %q, %v", tt.name, got, err)
+		}
+		if got, err := ParseSkillRole(tt.name); (err == nil) != tt.skill || (err == nil && got != r) {
+			t.Errorf("ParseSkillRole(%q) = %q, %v", tt.name, got, err)
+		}
+	}
+}
+
+func TestRoleOrder(t *testing.T) {
+	// Both orders are visible: in configuration listings and in policy strings.
+	models := "planner,executor,code,explore,plan,mediator,advisor,reflector,compactor"
+	if got := strings.Join(RoleNames(ModelRoles()), ","); got != models {
+		t.Errorf("model roles %s, want %s", got, models)
+	}
+	if got := strings.Join(RoleNames(SkillRoles()), ","); got != "executor,planner,mediator" {
+		t.Errorf("skill roles %s", got)
+	}
+	for _, r := range SkillRoles() {
+		if !r.IsModel() {
+			t.Errorf("skill role %s is not a model role", r)
+		}
+	}
+}
+
+func TestRoleErrors(t *testing.T) {
+	_, err := ParseModelRole("coevo")
+	if want := `unknown model role "coevo" (roles: planner, executor, code, explore, plan, mediator, advisor, reflector, compactor)`; err == nil || err.Error() != want {
+		t.Errorf("ParseModelRole error %v, want %s", err, want)
+	}
+	_, err = ParseSkillRole("code")
+	if want := `unknown skill role "code": use executor, planner or mediator`; err == nil || err.Error() != want {
+		t.Errorf("ParseSkillRole error %v, want %s", err, want)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/mediated-coevo/harness/conditions"
 )
 
 // DefaultLab is the lab used when none is named.
@@ -13,14 +15,13 @@ const DefaultLab = "default"
 
 // Model returns the model configured for role (a copy; changing it does not
 // change c).
-func (c *Config) Model(role string) (Model, error) {
-	if !slices.Contains(Roles(), role) {
-		return Model{}, &Error{Key: "models." + role,
-			Msg: fmt.Sprintf("unknown model role %q (roles: %s)", role, strings.Join(Roles(), ", "))}
+func (c *Config) Model(role conditions.Role) (Model, error) {
+	if _, err := conditions.ParseModelRole(string(role)); err != nil {
+		return Model{}, &Error{Key: "models." + string(role), Msg: err.Error()}
 	}
 	m, ok := c.Models[role]
 	if !ok {
-		return Model{}, &Error{Key: "models." + role,
+		return Model{}, &Error{Key: "models." + string(role),
 			Msg: fmt.Sprintf("no [models.%s] in the configuration", role)}
 	}
 	return m.clone(), nil
@@ -71,7 +72,7 @@ func (c *Config) Clone() *Config {
 	out.Validation.Pool = slices.Clone(c.Validation.Pool)
 	out.ExecutorRuntime.TaskDirs = slices.Clone(c.ExecutorRuntime.TaskDirs)
 	if c.Models != nil {
-		out.Models = make(map[string]Model, len(c.Models))
+		out.Models = make(map[conditions.Role]Model, len(c.Models))
 		for k, m := range c.Models {
 			out.Models[k] = m.clone()
 		}

@@ -1,39 +1,24 @@
 // Package config holds the typed configuration of an experiment: its sections,
 // the embedded defaults (default.toml), loading with strict key checks, range
 // validation, and a writer for the resolved configuration that never holds a
-// secret. It imports nothing else of this module.
+// secret. Of this module it imports only conditions, for the role names.
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/mediated-coevo/harness/conditions"
+)
 
 // Config is the whole resolved configuration of a run or matrix.
 type Config struct {
-	Experiment      Experiment       `toml:"experiment"`
-	Validation      Validation       `toml:"validation"`
-	Reflection      Reflection       `toml:"reflection"`
-	Models          map[string]Model `toml:"models"`
-	Labs            map[string]Lab   `toml:"labs"`
-	Budget          Budget           `toml:"budget"`
-	ExecutorRuntime ExecutorRuntime  `toml:"executor_runtime"`
-}
-
-// Model roles, the keys of [models.<role>].
-const (
-	RolePlanner   = "planner"
-	RoleExecutor  = "executor"
-	RoleCode      = "code"
-	RoleExplore   = "explore"
-	RolePlan      = "plan"
-	RoleMediator  = "mediator"
-	RoleAdvisor   = "advisor"
-	RoleReflector = "reflector"
-	RoleCompactor = "compactor"
-)
-
-// Roles lists every model role in a stable order.
-func Roles() []string {
-	return []string{RolePlanner, RoleExecutor, RoleCode, RoleExplore, RolePlan,
-		RoleMediator, RoleAdvisor, RoleReflector, RoleCompactor}
+	Experiment      Experiment                `toml:"experiment"`
+	Validation      Validation                `toml:"validation"`
+	Reflection      Reflection                `toml:"reflection"`
+	Models          map[conditions.Role]Model `toml:"models"` // by model role
+	Labs            map[string]Lab            `toml:"labs"`
+	Budget          Budget                    `toml:"budget"`
+	ExecutorRuntime ExecutorRuntime           `toml:"executor_runtime"`
 }
 
 // Experiment is [experiment]: the shape of the co-evolution loop.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/mediated-coevo/harness/conditions"
 )
 
 // writeLayer puts a default.toml with body into a fresh config dir.
@@ -73,7 +75,7 @@ func TestDefaultLoadsAndValidates(t *testing.T) {
 			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
 		}
 	}
-	for _, role := range Roles() {
+	for _, role := range conditions.ModelRoles() {
 		m, err := c.Model(role)
 		if err != nil {
 			t.Fatalf("Model(%s): %v", role, err)
@@ -150,13 +152,13 @@ func TestLoadLayering(t *testing.T) {
 			name: "one model key keeps the role's other defaults but not its prices",
 			body: "[models.planner]\nmodel = \"x\"\ncontext_tokens = 32768\n",
 			check: func(t *testing.T, c *Config) {
-				got, want := c.Models[RolePlanner], def.Models[RolePlanner]
+				got, want := c.Models[conditions.RolePlanner], def.Models[conditions.RolePlanner]
 				want.Model, want.ContextTokens = "x", 32768
 				want.PriceInputPerMTok, want.PriceOutputPerMTok = nil, nil
 				if !reflect.DeepEqual(got, want) {
 					t.Errorf("planner = %+v, want %+v", got, want)
 				}
-				if !reflect.DeepEqual(c.Models[RoleExecutor], def.Models[RoleExecutor]) {
+				if !reflect.DeepEqual(c.Models[conditions.RoleExecutor], def.Models[conditions.RoleExecutor]) {
 					t.Error("executor model changed")
 				}
 			},
@@ -165,7 +167,7 @@ func TestLoadLayering(t *testing.T) {
 			name: "a new model priced in the same file keeps its prices",
 			body: "[models.planner]\nmodel = \"x\"\ncontext_tokens = 16384\nprice_input_per_mtok = 1.5\n",
 			check: func(t *testing.T, c *Config) {
-				m := c.Models[RolePlanner]
+				m := c.Models[conditions.RolePlanner]
 				if m.PriceInputPerMTok == nil || *m.PriceInputPerMTok != 1.5 || m.PriceOutputPerMTok != nil {
 					t.Errorf("planner prices = %v, %v; want 1.5 and unpriced output", m.PriceInputPerMTok, m.PriceOutputPerMTok)
 				}
@@ -175,17 +177,17 @@ func TestLoadLayering(t *testing.T) {
 			name: "another endpoint drops the prices",
 			body: "[models.executor]\nbase_url = \"http://127.0.0.1:8000/v1\"\n",
 			check: func(t *testing.T, c *Config) {
-				if m := c.Models[RoleExecutor]; m.PriceInputPerMTok != nil || m.PriceOutputPerMTok != nil {
+				if m := c.Models[conditions.RoleExecutor]; m.PriceInputPerMTok != nil || m.PriceOutputPerMTok != nil {
 					t.Errorf("executor on a new endpoint kept prices %v, %v", *m.PriceInputPerMTok, *m.PriceOutputPerMTok)
 				}
 			},
 		},
 		{
 			name: "restating the same model keeps its prices",
-			body: fmt.Sprintf("[models.planner]\nmodel = %q\ntemperature = 0.5\n", def.Models[RolePlanner].Model),
+			body: fmt.Sprintf("[models.planner]\nmodel = %q\ntemperature = 0.5\n", def.Models[conditions.RolePlanner].Model),
 			check: func(t *testing.T, c *Config) {
-				if !reflect.DeepEqual(c.Models[RolePlanner].PriceInputPerMTok, def.Models[RolePlanner].PriceInputPerMTok) ||
-					c.Models[RolePlanner].PriceInputPerMTok == nil {
+				if !reflect.DeepEqual(c.Models[conditions.RolePlanner].PriceInputPerMTok, def.Models[conditions.RolePlanner].PriceInputPerMTok) ||
+					c.Models[conditions.RolePlanner].PriceInputPerMTok == nil {
 					t.Errorf("planner prices changed when its model did not")
 				}
 			},
@@ -194,8 +196,8 @@ func TestLoadLayering(t *testing.T) {
 			name: "dotted keys layer too",
 			body: "models.mediator.temperature = 0.0\n",
 			check: func(t *testing.T, c *Config) {
-				m := c.Models[RoleMediator]
-				if *m.Temperature != 0 || m.Model != def.Models[RoleMediator].Model {
+				m := c.Models[conditions.RoleMediator]
+				if *m.Temperature != 0 || m.Model != def.Models[conditions.RoleMediator].Model {
 					t.Errorf("mediator = %+v", m)
 				}
 			},
@@ -398,14 +400,14 @@ func TestValidateRanges(t *testing.T) {
 		{"negative margin", func(c *Config) { c.Validation.Margin = -0.1 }, "validation.margin"},
 		{"duplicate pool task", func(c *Config) { c.Validation.Pool = []string{"a", "a"} }, "validation.pool"},
 		{"bucket fraction", func(c *Config) { c.Reflection.BucketFraction = 0 }, "reflection.bucket_fraction"},
-		{"provider", func(c *Config) { setModel(c, RolePlanner, func(m *Model) { m.Provider = "anthropic" }) }, "models.planner.provider"},
-		{"openai without model", func(c *Config) { setModel(c, RoleCode, func(m *Model) { m.Model = "" }) }, "models.code.model"},
-		{"openai without base_url", func(c *Config) { setModel(c, RoleCode, func(m *Model) { m.BaseURL = "" }) }, "models.code.base_url"},
-		{"key pasted into api_key_env", func(c *Config) { setModel(c, RoleCode, func(m *Model) { m.APIKeyEnv = "sk-or-v1-abc" }) }, "models.code.api_key_env"},
-		{"temperature", func(c *Config) { setModel(c, RoleCode, func(m *Model) { m.Temperature = ptr(3.0) }) }, "models.code.temperature"},
-		{"negative price", func(c *Config) { setModel(c, RoleCode, func(m *Model) { m.PriceOutputPerMTok = ptr(-1.0) }) }, "models.code.price_output_per_mtok"},
-		{"zero timeout", func(c *Config) { setModel(c, RoleCode, func(m *Model) { m.Timeout = Duration{} }) }, "models.code.timeout"},
-		{"missing role", func(c *Config) { delete(c.Models, RoleCompactor) }, "models.compactor"},
+		{"provider", func(c *Config) { setModel(c, conditions.RolePlanner, func(m *Model) { m.Provider = "anthropic" }) }, "models.planner.provider"},
+		{"openai without model", func(c *Config) { setModel(c, conditions.RoleCode, func(m *Model) { m.Model = "" }) }, "models.code.model"},
+		{"openai without base_url", func(c *Config) { setModel(c, conditions.RoleCode, func(m *Model) { m.BaseURL = "" }) }, "models.code.base_url"},
+		{"key pasted into api_key_env", func(c *Config) { setModel(c, conditions.RoleCode, func(m *Model) { m.APIKeyEnv = "sk-or-v1-abc" }) }, "models.code.api_key_env"},
+		{"temperature", func(c *Config) { setModel(c, conditions.RoleCode, func(m *Model) { m.Temperature = ptr(3.0) }) }, "models.code.temperature"},
+		{"negative price", func(c *Config) { setModel(c, conditions.RoleCode, func(m *Model) { m.PriceOutputPerMTok = ptr(-1.0) }) }, "models.code.price_output_per_mtok"},
+		{"zero timeout", func(c *Config) { setModel(c, conditions.RoleCode, func(m *Model) { m.Timeout = Duration{} }) }, "models.code.timeout"},
+		{"missing role", func(c *Config) { delete(c.Models, conditions.RoleCompactor) }, "models.compactor"},
 		{"missing default lab", func(c *Config) { delete(c.Labs, DefaultLab) }, "labs.default"},
 		{"executor_mode", func(c *Config) { setLab(c, DefaultLab, func(l *Lab) { l.ExecutorMode = "swarm" }) }, "labs.default.executor_mode"},
 		{"students 0", func(c *Config) { setLab(c, DefaultLab, func(l *Lab) { l.Students = 0 }) }, "labs.default.students"},
@@ -437,7 +439,7 @@ func TestValidateRanges(t *testing.T) {
 	}
 	t.Run("offline models need no endpoint", func(t *testing.T) {
 		c := mustDefault(t)
-		setModel(c, RolePlanner, func(m *Model) { m.Provider, m.Model, m.BaseURL = ProviderOffline, "", "" })
+		setModel(c, conditions.RolePlanner, func(m *Model) { m.Provider, m.Model, m.BaseURL = ProviderOffline, "", "" })
 		if err := c.Validate(); err != nil {
 			t.Error(err)
 		}
@@ -517,8 +519,8 @@ func TestWriteResolvedRoundTrips(t *testing.T) {
 	c := mustDefault(t)
 	c.Experiment.Iterations = 7
 	c.Validation.Pool = []string{"t1", "t2"}
-	setModel(c, RolePlanner, func(m *Model) { m.TopP, m.Seed = ptr(0.9), ptr(int64(5)) })
-	setModel(c, RoleCode, func(m *Model) { m.Temperature, m.PriceInputPerMTok = nil, nil })
+	setModel(c, conditions.RolePlanner, func(m *Model) { m.TopP, m.Seed = ptr(0.9), ptr(int64(5)) })
+	setModel(c, conditions.RoleCode, func(m *Model) { m.Temperature, m.PriceInputPerMTok = nil, nil })
 	// A lab not in the defaults, written whole: a standalone file does not
 	// fill labs from the default lab.
 	c.Labs["mine"] = Lab{Students: 2, ExecutorMode: ModeSingle, MaxModelCalls: 5, ConcludeMargin: 1,
@@ -546,7 +548,7 @@ func TestWriteResolvedHoldsNoSecret(t *testing.T) {
 	t.Setenv("OPENROUTER_API_KEY", secret)
 	t.Setenv("OTHER_KEY", "another-secret-1234")
 	c := mustDefault(t)
-	setModel(c, RoleMediator, func(m *Model) { m.APIKeyEnv = "OTHER_KEY" })
+	setModel(c, conditions.RoleMediator, func(m *Model) { m.APIKeyEnv = "OTHER_KEY" })
 	c.Experiment.SharedNotes = "the key is " + secret
 	c.ExecutorRuntime.TaskDirs = []string{"/tmp/" + secret}
 	meta := RunMeta{
@@ -580,8 +582,8 @@ func TestWriteResolvedShortKeyLeavesOtherTextAlone(t *testing.T) {
 	t.Setenv("OPENROUTER_API_KEY", "1")
 	t.Setenv("OTHER_KEY", "none")
 	c := mustDefault(t)
-	setModel(c, RolePlanner, func(m *Model) { m.BaseURL = "http://127.0.0.1:8000/v1" })
-	setModel(c, RoleMediator, func(m *Model) { m.APIKeyEnv = "OTHER_KEY" })
+	setModel(c, conditions.RolePlanner, func(m *Model) { m.BaseURL = "http://127.0.0.1:8000/v1" })
+	setModel(c, conditions.RoleMediator, func(m *Model) { m.APIKeyEnv = "OTHER_KEY" })
 	c.ExecutorRuntime.Network = "none"
 	meta := RunMeta{Args: []string{"run", "--seed=1", "--key=1", "1"}, Extra: map[string]string{}}
 	got, gotMeta, buf := writeAndParse(t, c, meta)
@@ -608,11 +610,11 @@ func TestParseIsStrictAndStandalone(t *testing.T) {
 
 func TestCloneIsDeep(t *testing.T) {
 	c := mustDefault(t)
-	setModel(c, RolePlanner, func(m *Model) { m.Seed = ptr(int64(1)) })
+	setModel(c, conditions.RolePlanner, func(m *Model) { m.Seed = ptr(int64(1)) })
 	c.Validation.Pool = []string{"a"}
 	c.ExecutorRuntime.TaskDirs = []string{"/t"}
 	orig := mustDefault(t)
-	setModel(orig, RolePlanner, func(m *Model) { m.Seed = ptr(int64(1)) })
+	setModel(orig, conditions.RolePlanner, func(m *Model) { m.Seed = ptr(int64(1)) })
 	orig.Validation.Pool = []string{"a"}
 	orig.ExecutorRuntime.TaskDirs = []string{"/t"}
 
@@ -620,10 +622,10 @@ func TestCloneIsDeep(t *testing.T) {
 	if !reflect.DeepEqual(cl, c) {
 		t.Fatal("clone differs from the original")
 	}
-	*cl.Models[RolePlanner].Temperature = 1.5
-	*cl.Models[RolePlanner].Seed = 9
-	*cl.Models[RolePlanner].PriceInputPerMTok = 99
-	cl.Models[RoleCode] = Model{}
+	*cl.Models[conditions.RolePlanner].Temperature = 1.5
+	*cl.Models[conditions.RolePlanner].Seed = 9
+	*cl.Models[conditions.RolePlanner].PriceInputPerMTok = 99
+	cl.Models[conditions.RoleCode] = Model{}
 	cl.Labs[DefaultLab].TaskSkillDirs[0] = "/changed"
 	cl.Labs["new"] = Lab{}
 	cl.Validation.Pool[0] = "b"
@@ -640,12 +642,12 @@ func TestSetOffline(t *testing.T) {
 	c := mustDefault(t)
 	before := Fingerprint(c)
 	c.SetOffline()
-	for _, role := range Roles() {
+	for _, role := range conditions.ModelRoles() {
 		if m := c.Models[role]; m.Provider != ProviderOffline {
 			t.Errorf("models.%s provider = %q", role, m.Provider)
 		}
 	}
-	if c.Models[RolePlanner].Model != "anthropic/claude-sonnet-4.6" {
+	if c.Models[conditions.RolePlanner].Model != "anthropic/claude-sonnet-4.6" {
 		t.Error("SetOffline changed more than the provider")
 	}
 	if err := c.Validate(); err != nil {
@@ -659,12 +661,12 @@ func TestSetOffline(t *testing.T) {
 func TestModelLabAndAPIKey(t *testing.T) {
 	c := mustDefault(t)
 	t.Setenv("OPENROUTER_API_KEY", "k-123")
-	m, err := c.Model(RoleExecutor)
+	m, err := c.Model(conditions.RoleExecutor)
 	if err != nil || m.APIKey() != "k-123" {
 		t.Errorf("Model(executor) = %+v, %v; key %q", m, err, m.APIKey())
 	}
 	*m.Temperature = 0
-	if *c.Models[RoleExecutor].Temperature == 0 {
+	if *c.Models[conditions.RoleExecutor].Temperature == 0 {
 		t.Error("Model returned shared memory")
 	}
 	if (Model{}).APIKey() != "" {
@@ -702,7 +704,7 @@ func TestFingerprint(t *testing.T) {
 	}{
 		{"iterations (a run may be extended)", func(c *Config) { c.Experiment.Iterations++ }, false},
 		{"seed", func(c *Config) { c.Experiment.Seed++ }, true},
-		{"model", func(c *Config) { setModel(c, RolePlanner, func(m *Model) { m.Model = "x" }) }, true},
+		{"model", func(c *Config) { setModel(c, conditions.RolePlanner, func(m *Model) { m.Model = "x" }) }, true},
 		{"lab", func(c *Config) { setLab(c, DefaultLab, func(l *Lab) { l.MaxModelCalls++ }) }, true},
 		{"validation rule", func(c *Config) { c.Validation.Rule = RuleMargin }, true},
 		{"agent timeout", func(c *Config) { c.ExecutorRuntime.AgentTimeout = Duration{time.Hour} }, true},
@@ -710,7 +712,7 @@ func TestFingerprint(t *testing.T) {
 		{"budget", func(c *Config) { c.Budget.MaxUSD = 10 }, false},
 		{"nil instead of empty list", func(c *Config) { c.Validation.Pool = nil }, false},
 		{"docker host", func(c *Config) { c.ExecutorRuntime.DockerHost = "tcp://x:2375" }, false},
-		{"key variable", func(c *Config) { setModel(c, RolePlanner, func(m *Model) { m.APIKeyEnv = "K" }) }, false},
+		{"key variable", func(c *Config) { setModel(c, conditions.RolePlanner, func(m *Model) { m.APIKeyEnv = "K" }) }, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -751,7 +753,7 @@ z = 4
 	}
 }
 
-func setModel(c *Config, role string, f func(m *Model)) {
+func setModel(c *Config, role conditions.Role, f func(m *Model)) {
 	m := c.Models[role]
 	f(&m)
 	c.Models[role] = m

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/mediated-coevo/harness/conditions"
 )
 
 // The TOML decoder matches keys case-insensitively and reports nothing for a
@@ -33,7 +35,7 @@ func fileSchema() *schemaNode {
 	root := buildSchema(reflect.TypeFor[Config]())
 	root.fields["run"] = buildSchema(reflect.TypeFor[RunMeta]())
 	root.names = append(root.names, "run")
-	root.fields["models"].keys = Roles()
+	root.fields["models"].keys = conditions.RoleNames(conditions.ModelRoles())
 	return root
 }
 

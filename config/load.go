@@ -11,6 +11,8 @@ import (
 	"slices"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/mediated-coevo/harness/conditions"
 )
 
 //go:embed default.toml
@@ -141,10 +143,10 @@ func decodeLayer(c *Config, data []byte, file string, inherit bool) (*layerMeta,
 	}
 
 	if len(layer.Models) > 0 && c.Models == nil {
-		c.Models = map[string]Model{}
+		c.Models = map[conditions.Role]Model{}
 	}
 	for _, role := range sortedKeys(layer.Models) {
-		old := c.Models[role]
+		old := c.Models[conditions.Role(role)]
 		m := old.clone()
 		if err := lmd.PrimitiveDecode(layer.Models[role], &m); err != nil {
 			return nil, decodeError(file, err)
@@ -171,7 +173,7 @@ func decodeLayer(c *Config, data []byte, file string, inherit bool) (*layerMeta,
 						"set it to the new model's context window (0 turns compaction off) in the same table", role, modelName(old), modelName(m))}
 			}
 		}
-		c.Models[role] = m
+		c.Models[conditions.Role(role)] = m
 	}
 
 	if len(layer.Labs) > 0 && c.Labs == nil {
@@ -252,8 +254,8 @@ func joinErrors(errs []error) error {
 	return errors.Join(errs...)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}

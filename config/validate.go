@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/mediated-coevo/harness/conditions"
 )
 
 // Allowed values of the enumerated keys.
@@ -171,22 +173,22 @@ func (c *Config) validateReflection(ck *checker) {
 
 func (c *Config) validateModels(ck *checker) {
 	for _, role := range sortedKeys(c.Models) {
-		if !slices.Contains(Roles(), role) {
-			ck.add(key("models", role), "is not a model role (roles: %s)", strings.Join(Roles(), ", "))
+		if !role.IsModel() {
+			ck.add(key("models", string(role)), "is not a model role (roles: %s)", strings.Join(conditions.RoleNames(conditions.ModelRoles()), ", "))
 		}
 	}
-	for _, role := range Roles() {
+	for _, role := range conditions.ModelRoles() {
 		m, ok := c.Models[role]
 		if !ok {
-			ck.add(key("models", role), "is missing: every role needs a [models.%s] table", role)
+			ck.add(key("models", string(role)), "is missing: every role needs a [models.%s] table", role)
 			continue
 		}
 		validateModel(ck, role, m)
 	}
 }
 
-func validateModel(ck *checker, role string, m Model) {
-	k := func(name string) toml.Key { return key("models", role, name) }
+func validateModel(ck *checker, role conditions.Role, m Model) {
+	k := func(name string) toml.Key { return key("models", string(role), name) }
 	ck.oneOf(k("provider"), m.Provider, providers)
 	if m.APIKeyEnv != "" && !envNameRE.MatchString(m.APIKeyEnv) {
 		// Most likely a key pasted where its variable's name belongs; do not

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/internal/durable"
 	"github.com/mediated-coevo/harness/llm"
@@ -59,19 +60,19 @@ const labOutputCap = 4 << 10
 // may run many trials, also concurrently.
 type LabAgent struct {
 	Lab config.Lab
-	// Clients holds the model client of each role: config.RoleExecutor
+	// Clients holds the model client of each role: conditions.RoleExecutor
 	// (single agent, coordinator), RoleExplore, RolePlan and RoleCode.
-	Clients map[string]*llm.Client
+	Clients map[conditions.Role]*llm.Client
 	// ContextTokens is each role's context window; a role missing here is
 	// never compacted.
-	ContextTokens map[string]int
+	ContextTokens map[conditions.Role]int
 	// MaxOutputTokens is each role's max_tokens, kept free in its window
 	// when the transcript is compacted (missing: a fifth of the window).
-	MaxOutputTokens map[string]int
+	MaxOutputTokens map[conditions.Role]int
 }
 
 // NewLabAgent returns a lab agent with the given settings and clients.
-func NewLabAgent(lab config.Lab, clients map[string]*llm.Client) *LabAgent {
+func NewLabAgent(lab config.Lab, clients map[conditions.Role]*llm.Client) *LabAgent {
 	return &LabAgent{Lab: lab, Clients: clients}
 }
 
@@ -152,7 +153,7 @@ func clampMargin(margin, calls int) int {
 	return max(min(margin, calls-1), 0)
 }
 
-func (a *LabAgent) client(role string) (*llm.Client, error) {
+func (a *LabAgent) client(role conditions.Role) (*llm.Client, error) {
 	c := a.Clients[role]
 	if c == nil {
 		return nil, fmt.Errorf("no model client for role %q: configure [models.%s]", role, role)
@@ -170,14 +171,14 @@ func (a *LabAgent) Run(ctx context.Context, in AgentInput) (AgentResult, error) 
 		return AgentResult{}, errors.New("lab agent: no task or sandbox")
 	}
 	lab := a.settings()
-	roles := []string{config.RoleExecutor}
+	roles := []conditions.Role{conditions.RoleExecutor}
 	switch lab.ExecutorMode {
 	case config.ModeSingle:
 	case config.ModeHierarchical:
 		if lab.CodeQuota < 1 {
 			return AgentResult{}, fmt.Errorf("lab agent: code_quota is %d; hierarchical mode needs at least 1, since only the code subagent can change the container", lab.CodeQuota)
 		}
-		roles = append(roles, config.RoleExplore, config.RolePlan, config.RoleCode)
+		roles = append(roles, conditions.RoleExplore, conditions.RolePlan, conditions.RoleCode)
 	default:
 		return AgentResult{}, fmt.Errorf("lab agent: unknown executor_mode %q; use %q or %q",
 			lab.ExecutorMode, config.ModeSingle, config.ModeHierarchical)
@@ -191,7 +192,7 @@ func (a *LabAgent) Run(ctx context.Context, in AgentInput) (AgentResult, error) 
 	r := &labRun{agent: a, lab: lab, in: in, dispatches: map[string]int{}}
 	r.caller = in.Caller
 	if r.caller == "" {
-		r.caller = config.RoleExecutor
+		r.caller = string(conditions.RoleExecutor)
 	}
 	var res AgentResult
 	if in.JobDir != "" {
@@ -331,7 +332,7 @@ func (r *labRun) single(ctx context.Context) (llm.LoopResult, error) {
 		return llm.LoopResult{}, err
 	}
 	specs = append(specs, SubmitTool("what you did, what you checked, and anything left undone"))
-	loop := r.loop(LabAgentSingle, 0, config.RoleExecutor, r.caller, specs, r.lab.MaxModelCalls, r.lab.ConcludeMargin)
+	loop := r.loop(LabAgentSingle, 0, conditions.RoleExecutor, r.caller, specs, r.lab.MaxModelCalls, r.lab.ConcludeMargin)
 	loop.Inputs = r.inputs(r.in.Task.Instruction, true)
 	loop.Seed = r.in.Seed
 	system := LabSystemPrompt(singleIdentity(r.tools.workdir(), r.lab.MaxModelCalls), r.in.ExecutorSkill, SkillIndex(r.tools.Skills), r.in.Plan)
@@ -345,7 +346,7 @@ func (r *labRun) coordinate(ctx context.Context) (llm.LoopResult, error) {
 	}
 	specs = append([]llm.ToolSpec{{Tool: dispatchTool(r.lab), Run: r.dispatch}}, specs...)
 	specs = append(specs, SubmitTool("what was done, what was checked, and anything left undone"))
-	loop := r.loop(LabAgentCoordinator, 0, config.RoleExecutor, r.caller+"/"+LabAgentCoordinator, specs, r.lab.MaxModelCalls, r.lab.ConcludeMargin)
+	loop := r.loop(LabAgentCoordinator, 0, conditions.RoleExecutor, r.caller+"/"+LabAgentCoordinator, specs, r.lab.MaxModelCalls, r.lab.ConcludeMargin)
 	loop.Inputs = r.inputs(r.in.Task.Instruction, true)
 	loop.Seed = r.in.Seed
 	system := LabSystemPrompt(coordinatorIdentity(r.tools.workdir(), r.lab), r.in.ExecutorSkill, SkillIndex(r.tools.Skills), r.in.Plan)
@@ -363,7 +364,7 @@ func (r *labRun) coordinate(ctx context.Context) (llm.LoopResult, error) {
 }
 
 // loop builds a loop with the run's transcript writers.
-func (r *labRun) loop(agent string, dispatch int, role, caller string, specs []llm.ToolSpec, calls, margin int) llm.Loop {
+func (r *labRun) loop(agent string, dispatch int, role conditions.Role, caller string, specs []llm.ToolSpec, calls, margin int) llm.Loop {
 	names := make([]string, len(specs))
 	for i, s := range specs {
 		names[i] = s.Tool.Name
@@ -502,18 +503,18 @@ func (r *labRun) fail(err error) error {
 // subagent runs a fresh loop of one kind with its own allowlist: only code
 // gets run_command and write_file.
 func (r *labRun) subagent(ctx context.Context, kind string, n int, task string) (llm.LoopResult, error) {
-	var role string
+	var role conditions.Role
 	var names []string
 	var what string
 	switch kind {
 	case SubagentExplore:
-		role, names = config.RoleExplore, ReadOnlyTools
+		role, names = conditions.RoleExplore, ReadOnlyTools
 		what = "your findings: the facts the coordinator asked for, with paths"
 	case SubagentPlan:
-		role, names = config.RolePlan, ReadOnlyTools
+		role, names = conditions.RolePlan, ReadOnlyTools
 		what = "your plan: concrete, numbered steps with the files and commands involved"
 	default:
-		role = config.RoleCode
+		role = conditions.RoleCode
 		names = []string{ToolRunCommand, ToolReadFile, ToolWriteFile, ToolListDir, ToolReadSkill}
 		what = "what you changed, how you checked it, and anything left undone"
 	}

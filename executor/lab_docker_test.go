@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mediated-coevo/harness/benchmarks"
+	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/llm/llmtest"
@@ -66,7 +67,7 @@ func wireCall(id, name string, args any) llmtest.Reply {
 	return llmtest.ToolCall(id, name, string(b)).WithUsage(1000, 50)
 }
 
-func labOpenAIClients(t *testing.T, srv *llmtest.Server, ledger *llm.Ledger) map[string]*llm.Client {
+func labOpenAIClients(t *testing.T, srv *llmtest.Server, ledger *llm.Ledger) map[conditions.Role]*llm.Client {
 	t.Helper()
 	p, err := llm.NewOpenAI(config.Model{Provider: llm.ProviderOpenAI, BaseURL: srv.URL(), Model: "fake-model"})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mediated-coevo/harness/benchmarks"
+	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/llm/llmtest"
@@ -239,10 +240,10 @@ func (p *labProvider) requests(caller string) []llm.Request { return p.ByCaller(
 func (p *labProvider) all() []llm.Request { return p.Requests() }
 
 // labClients gives every role of the lab a client of p, sharing ledger.
-func labClients(p llm.Provider, ledger *llm.Ledger) map[string]*llm.Client {
-	out := map[string]*llm.Client{}
-	for _, role := range []string{config.RoleExecutor, config.RoleExplore, config.RolePlan, config.RoleCode} {
-		out[role] = &llm.Client{Provider: p, Ledger: ledger, Role: role}
+func labClients(p llm.Provider, ledger *llm.Ledger) map[conditions.Role]*llm.Client {
+	out := map[conditions.Role]*llm.Client{}
+	for _, role := range []conditions.Role{conditions.RoleExecutor, conditions.RoleExplore, conditions.RolePlan, conditions.RoleCode} {
+		out[role] = &llm.Client{Provider: p, Ledger: ledger, Role: string(role)}
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/llm"
 )
@@ -473,14 +474,14 @@ func TestLabRejectsBadSetup(t *testing.T) {
 	tests := []struct {
 		name    string
 		lab     func(*config.Lab)
-		clients map[string]*llm.Client
+		clients map[conditions.Role]*llm.Client
 		want    string
 	}{
 		{"unknown mode", func(l *config.Lab) { l.ExecutorMode = "swarm" }, labClients(p, nil), "unknown executor_mode"},
 		{"no code quota", func(l *config.Lab) { l.ExecutorMode = config.ModeHierarchical; l.CodeQuota = 0 }, labClients(p, nil), "code_quota"},
 		{"missing subagent client", func(l *config.Lab) { l.ExecutorMode = config.ModeHierarchical },
-			map[string]*llm.Client{config.RoleExecutor: {Provider: p}}, "[models.explore]"},
-		{"missing executor client", func(l *config.Lab) {}, map[string]*llm.Client{}, "[models.executor]"},
+			map[conditions.Role]*llm.Client{conditions.RoleExecutor: {Provider: p}}, "[models.explore]"},
+		{"missing executor client", func(l *config.Lab) {}, map[conditions.Role]*llm.Client{}, "[models.executor]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -507,7 +508,7 @@ func TestLabCompactionKeepsBackup(t *testing.T) {
 	steps = append(steps, labSubmit("read it all"))
 	p := newLabProvider(map[string][]labStep{labCaller: steps})
 	a := NewLabAgent(labTestLab(config.ModeSingle), labClients(p, nil))
-	a.ContextTokens = map[string]int{config.RoleExecutor: 2500}
+	a.ContextTokens = map[conditions.Role]int{conditions.RoleExecutor: 2500}
 	in := labInput(t, sb, "Read /app/big.txt.")
 	if _, err := a.Run(context.Background(), in); err != nil {
 		t.Fatal(err)

@@ -3,21 +3,22 @@ package harness
 import (
 	"fmt"
 
+	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/llm"
 )
 
 // Clients holds one model client per role, all charging one ledger.
 type Clients struct {
-	byRole  map[string]*llm.Client
+	byRole  map[conditions.Role]*llm.Client
 	offline bool
 }
 
 // NewClients builds a client for every role of the configuration. seed
 // feeds the offline provider.
 func NewClients(cfg *config.Config, ledger *llm.Ledger, seed int64) (*Clients, error) {
-	c := &Clients{byRole: map[string]*llm.Client{}, offline: true}
-	for _, role := range config.Roles() {
+	c := &Clients{byRole: map[conditions.Role]*llm.Client{}, offline: true}
+	for _, role := range conditions.ModelRoles() {
 		m, err := cfg.Model(role)
 		if err != nil {
 			return nil, err
@@ -29,13 +30,13 @@ func NewClients(cfg *config.Config, ledger *llm.Ledger, seed int64) (*Clients, e
 		if !p.Offline() {
 			c.offline = false
 		}
-		c.byRole[role] = &llm.Client{Provider: p, Ledger: ledger, Role: role}
+		c.byRole[role] = &llm.Client{Provider: p, Ledger: ledger, Role: string(role)}
 	}
 	return c, nil
 }
 
 // Get returns the client of a role; every configured role has one.
-func (c *Clients) Get(role string) *llm.Client { return c.byRole[role] }
+func (c *Clients) Get(role conditions.Role) *llm.Client { return c.byRole[role] }
 
 // Offline reports whether every role is played by the offline provider.
 func (c *Clients) Offline() bool { return c.offline }

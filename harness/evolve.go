@@ -99,11 +99,11 @@ func (r *Run) evolve(ctx context.Context, it int) ([]SkillUpdate, error) {
 		}
 	}
 	if exp.CoevoInterval > 0 && it%exp.CoevoInterval == 0 {
-		for _, role := range []conditions.Role{conditions.Planner, conditions.Mediator} {
+		for _, role := range []conditions.Role{conditions.RolePlanner, conditions.RoleMediator} {
 			if !r.Spec.Policy.Allows(role) {
 				continue
 			}
-			if role == conditions.Mediator && r.Spec.Condition != conditions.LearnedMediator {
+			if role == conditions.RoleMediator && r.Spec.Condition != conditions.LearnedMediator {
 				continue // the design rules already refuse this; never evolve a fixed protocol
 			}
 			u, err := r.reflect(ctx, it, string(role))
@@ -385,7 +385,7 @@ func (r *Run) adopt(it int, role string, old *skills.Skill, content []byte, prov
 		return SkillUpdate{}, fmt.Errorf("refusing to change the %s skill: policy %s does not allow it", role, r.Spec.Policy)
 	}
 	snaps := filepath.Join(r.Dir.Path, "skills_snapshots")
-	oldPath, err := skills.Snapshot(snaps, role, old)
+	oldPath, err := skills.Snapshot(snaps, conditions.Role(role), old)
 	if err != nil {
 		return SkillUpdate{}, err
 	}
@@ -393,11 +393,11 @@ func (r *Run) adopt(it int, role string, old *skills.Skill, content []byte, prov
 	if err != nil {
 		return SkillUpdate{}, fmt.Errorf("new %s skill is invalid: %w", role, err)
 	}
-	newPath, err := skills.Snapshot(snaps, role, parsed)
+	newPath, err := skills.Snapshot(snaps, conditions.Role(role), parsed)
 	if err != nil {
 		return SkillUpdate{}, err
 	}
-	written, err := r.store.Write(role, content)
+	written, err := r.store.Write(conditions.Role(role), content)
 	if err != nil {
 		return SkillUpdate{}, err
 	}
@@ -424,7 +424,7 @@ func (r *Run) reflect(ctx context.Context, it int, role string) ([]SkillUpdate, 
 	seed := trialSeed(r.Spec.Seed, fmt.Sprintf("pairs/%s/%d", role, it))
 	pairs := mediator.FormPairs(pe, mediator.PairConfig{MaxPairs: rc.MaxPairs, BucketFraction: rc.BucketFraction,
 		MinRewardGap: rc.MinRewardGap}, seed)
-	current, err := r.store.Read(role)
+	current, err := r.store.Read(conditions.Role(role))
 	if err != nil {
 		return nil, err
 	}

@@ -101,8 +101,8 @@ func TestPolicyLimitsWhatChanges(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, role := range conditions.Roles() {
-				changed := before[string(role)] != after[string(role)]
+			for _, role := range conditions.SkillRoles() {
+				changed := before[role] != after[role]
 				if changed && !p.Policy.Allows(role) {
 					t.Errorf("%s skill changed under policy %s", role, p.Policy)
 				}

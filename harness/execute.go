@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mediated-coevo/harness/benchmarks"
+	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor"
 	"github.com/mediated-coevo/harness/llm"
@@ -224,9 +225,9 @@ func (ex *execution) agentFactory(row RowSpec, clients *Clients) (AgentFactory, 
 		if err != nil {
 			return nil, err
 		}
-		roles := []string{config.RoleExecutor, config.RoleCode, config.RoleExplore, config.RolePlan}
-		byRole := map[string]*llm.Client{}
-		window, maxOut := map[string]int{}, map[string]int{}
+		roles := []conditions.Role{conditions.RoleExecutor, conditions.RoleCode, conditions.RoleExplore, conditions.RolePlan}
+		byRole := map[conditions.Role]*llm.Client{}
+		window, maxOut := map[conditions.Role]int{}, map[conditions.Role]int{}
 		for _, role := range roles {
 			byRole[role] = clients.Get(role)
 			if m, err := ex.cfg.Model(role); err == nil {

@@ -74,14 +74,14 @@ type Plan struct {
 	// EstimatedTokens (input + output, all rows) and EstimatedCostUSD are
 	// rough upper estimates; CostKnown is false when some model in use has
 	// no price, so the cost leaves it out.
-	EstimatedTokens       int64            `json:"estimated_tokens"`
-	EstimatedTokensByRole map[string]int64 `json:"estimated_tokens_by_role,omitempty"`
-	EstimatedCostUSD      float64          `json:"estimated_cost_usd"`
-	CostKnown             bool             `json:"cost_known"`
-	BudgetUSD             float64          `json:"budget_usd,omitempty"`
-	BudgetTokens          int64            `json:"budget_tokens,omitempty"`
+	EstimatedTokens       int64                     `json:"estimated_tokens"`
+	EstimatedTokensByRole map[conditions.Role]int64 `json:"estimated_tokens_by_role,omitempty"`
+	EstimatedCostUSD      float64                   `json:"estimated_cost_usd"`
+	CostKnown             bool                      `json:"cost_known"`
+	BudgetUSD             float64                   `json:"budget_usd,omitempty"`
+	BudgetTokens          int64                     `json:"budget_tokens,omitempty"`
 	// Models maps each role the plan uses to provider/model.
-	Models map[string]string `json:"models"`
+	Models map[conditions.Role]string `json:"models"`
 	// Images are the task ids whose images are built, or reused when their
 	// build context is unchanged.
 	Images []string `json:"images"`
@@ -393,7 +393,7 @@ func (p *Plan) estimate(cfg *config.Config) error {
 	if p.done != nil {
 		p.RemainingTrials = new(int)
 	}
-	calls := map[string]int64{}
+	calls := map[conditions.Role]int64{}
 	for _, r := range p.Rows {
 		lab, err := cfg.Lab(r.Lab)
 		if err != nil {
@@ -408,11 +408,11 @@ func (p *Plan) estimate(cfg *config.Config) error {
 		}
 	}
 
-	p.Models = map[string]string{}
-	p.EstimatedTokensByRole = map[string]int64{}
+	p.Models = map[conditions.Role]string{}
+	p.EstimatedTokensByRole = map[conditions.Role]int64{}
 	p.CostKnown = true
 	var unpriced []string
-	for _, role := range config.Roles() {
+	for _, role := range conditions.ModelRoles() {
 		n := calls[role]
 		if n == 0 {
 			continue
@@ -430,7 +430,7 @@ func (p *Plan) estimate(cfg *config.Config) error {
 		}
 		if m.PriceInputPerMTok == nil || m.PriceOutputPerMTok == nil {
 			p.CostKnown = false
-			unpriced = append(unpriced, role)
+			unpriced = append(unpriced, string(role))
 			continue
 		}
 		p.EstimatedCostUSD += float64(in)**m.PriceInputPerMTok/1e6 + float64(out)**m.PriceOutputPerMTok/1e6
@@ -439,7 +439,7 @@ func (p *Plan) estimate(cfg *config.Config) error {
 		// Every configured role is checked, not only those the estimate
 		// expects to call: a budget must never meet a call it cannot price.
 		var missing []string
-		for _, role := range config.Roles() {
+		for _, role := range conditions.ModelRoles() {
 			m, err := cfg.Model(role)
 			if err != nil || m.Provider == config.ProviderOffline {
 				continue
@@ -490,34 +490,34 @@ func modelLabel(m config.Model) string {
 // the condition asks, a proposal when executor updates get feedback; per
 // batch of proposals an Advisor review and a Planner draft; per reflection
 // one Reflector call for each meta-skill the policy lets evolve.
-func rowCalls(cfg *config.Config, lab config.Lab, r RowSpec, agent string, tasks, done, iterations int) map[string]int64 {
+func rowCalls(cfg *config.Config, lab config.Lab, r RowSpec, agent string, tasks, done, iterations int) map[conditions.Role]int64 {
 	trials := int64(tasks) * int64(max(iterations-done, 0))
-	calls := map[string]int64{}
+	calls := map[conditions.Role]int64{}
 	if trials == 0 {
 		return calls
 	}
-	calls[config.RolePlanner] += trials
+	calls[conditions.RolePlanner] += trials
 	if agent == AgentLab {
-		calls[config.RoleExecutor] += trials * int64(lab.MaxModelCalls)
+		calls[conditions.RoleExecutor] += trials * int64(lab.MaxModelCalls)
 		if lab.ExecutorMode == config.ModeHierarchical {
 			sub := int64(lab.SubagentMaxCalls)
-			calls[config.RoleExplore] += trials * int64(lab.ExploreQuota) * sub
-			calls[config.RolePlan] += trials * int64(lab.PlanQuota) * sub
-			calls[config.RoleCode] += trials * int64(lab.CodeQuota) * sub
+			calls[conditions.RoleExplore] += trials * int64(lab.ExploreQuota) * sub
+			calls[conditions.RolePlan] += trials * int64(lab.PlanQuota) * sub
+			calls[conditions.RoleCode] += trials * int64(lab.CodeQuota) * sub
 		}
 	}
 	if r.Condition.MediatorRuns() {
-		calls[config.RoleMediator] += trials
+		calls[conditions.RoleMediator] += trials
 	}
 	if r.Condition == conditions.FullTraces {
-		calls[config.RoleCompactor] += trials
+		calls[conditions.RoleCompactor] += trials
 	}
 	if r.Policy.Executor && r.Condition.ProposalFeedback() != conditions.FeedbackNone {
-		calls[config.RolePlanner] += trials
+		calls[conditions.RolePlanner] += trials
 		if buf := int64(cfg.Experiment.AdvisorBufferMax); buf > 0 {
 			batches := trials / buf
-			calls[config.RoleAdvisor] += batches
-			calls[config.RolePlanner] += batches
+			calls[conditions.RoleAdvisor] += batches
+			calls[conditions.RolePlanner] += batches
 		}
 	}
 	if every := cfg.Experiment.CoevoInterval; every > 0 {
@@ -525,10 +525,10 @@ func rowCalls(cfg *config.Config, lab config.Lab, r RowSpec, agent string, tasks
 		// to come are the multiples above the iterations already done.
 		reflections := int64(max(iterations/every-done/every, 0))
 		if r.Policy.Planner {
-			calls[config.RoleReflector] += reflections
+			calls[conditions.RoleReflector] += reflections
 		}
 		if r.Policy.Mediator && r.Condition == conditions.LearnedMediator {
-			calls[config.RoleReflector] += reflections
+			calls[conditions.RoleReflector] += reflections
 		}
 	}
 	return calls

@@ -37,7 +37,7 @@ func TestBuildRunPlanDefaults(t *testing.T) {
 	if p.EstimatedTokens <= 0 || !p.CostKnown || p.EstimatedCostUSD <= 0 {
 		t.Errorf("estimate: tokens %d, cost %v known %v", p.EstimatedTokens, p.EstimatedCostUSD, p.CostKnown)
 	}
-	for _, role := range []string{config.RolePlanner, config.RoleExecutor, config.RoleMediator} {
+	for _, role := range []conditions.Role{conditions.RolePlanner, conditions.RoleExecutor, conditions.RoleMediator} {
 		if p.Models[role] == "" {
 			t.Errorf("models lacks %s: %v", role, p.Models)
 		}
@@ -107,9 +107,9 @@ func TestBuildRunPlanDesignRuleIsTyped(t *testing.T) {
 func TestDollarBudgetNeedsPrices(t *testing.T) {
 	unpriced := func() *config.Config {
 		cfg := rundirTestConfig(t)
-		m := cfg.Models[config.RoleMediator]
+		m := cfg.Models[conditions.RoleMediator]
 		m.PriceInputPerMTok = nil
-		cfg.Models[config.RoleMediator] = m
+		cfg.Models[conditions.RoleMediator] = m
 		return cfg
 	}
 	opts := PlanOptions{Tasks: []string{"a"}, Condition: conditions.LearnedMediator, Policy: conditions.PolicyAll}
@@ -157,16 +157,16 @@ func TestEstimateFollowsTheDesign(t *testing.T) {
 		}
 		return p
 	}
-	if _, ok := plan(conditions.NoFeedback, conditions.PolicyNone, AgentLab).Models[config.RoleMediator]; ok {
+	if _, ok := plan(conditions.NoFeedback, conditions.PolicyNone, AgentLab).Models[conditions.RoleMediator]; ok {
 		t.Error("no_feedback plan counts Mediator calls")
 	}
-	if _, ok := plan(conditions.StaticMediator, conditions.PolicyNone, AgentLab).Models[config.RoleMediator]; !ok {
+	if _, ok := plan(conditions.StaticMediator, conditions.PolicyNone, AgentLab).Models[conditions.RoleMediator]; !ok {
 		t.Error("static_mediator plan counts no Mediator calls")
 	}
-	if _, ok := plan(conditions.FullTraces, conditions.PolicyNone, AgentLab).Models[config.RoleCompactor]; !ok {
+	if _, ok := plan(conditions.FullTraces, conditions.PolicyNone, AgentLab).Models[conditions.RoleCompactor]; !ok {
 		t.Error("full_traces plan counts no compactor calls")
 	}
-	if _, ok := plan(conditions.NoFeedback, conditions.PolicyNone, AgentNop).Models[config.RoleExecutor]; ok {
+	if _, ok := plan(conditions.NoFeedback, conditions.PolicyNone, AgentNop).Models[conditions.RoleExecutor]; ok {
 		t.Error("nop agent counts Executor calls")
 	}
 	lab := plan(conditions.NoFeedback, conditions.PolicyNone, AgentLab)
@@ -218,7 +218,7 @@ func TestBuildMatrixPlanSeeds(t *testing.T) {
 	if !slices.Equal(p.Seeds, []int64{1, 2, 9}) {
 		t.Errorf("seeds = %v", p.Seeds)
 	}
-	if _, ok := p.Models[config.RoleCode]; !ok {
+	if _, ok := p.Models[conditions.RoleCode]; !ok {
 		t.Error("hierarchical row counts no code subagent calls")
 	}
 }
@@ -371,7 +371,7 @@ func TestRowCallsCountsRemainingReflections(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%d of %d", tt.done, tt.iterations), func(t *testing.T) {
-			got := rowCalls(cfg, lab, row, AgentLab, 1, tt.done, tt.iterations)[config.RoleReflector]
+			got := rowCalls(cfg, lab, row, AgentLab, 1, tt.done, tt.iterations)[conditions.RoleReflector]
 			if got != int64(tt.want) {
 				t.Errorf("reflector calls = %d, want %d", got, tt.want)
 			}

@@ -188,7 +188,7 @@ func (r *Run) iteration(ctx context.Context, it int) (iterationCounts, error) {
 	}
 	skillText := map[string]string{}
 	for _, role := range []string{"executor", "planner", "mediator"} {
-		s, err := r.store.Read(role)
+		s, err := r.store.Read(conditions.Role(role))
 		if err != nil {
 			return iterationCounts{}, fmt.Errorf("read %s skill: %w", role, err)
 		}
@@ -315,7 +315,7 @@ func (r *Run) student(index int) string {
 }
 
 func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task, book *feedbackBook,
-	skillText, hashes map[string]string, notes []string) (out taskOutcome) {
+	skillText map[string]string, hashes map[conditions.Role]string, notes []string) (out taskOutcome) {
 	exp := r.Config.Experiment
 	trialID := fmt.Sprintf("i%04d-%s", it, task.ID)
 	student := r.student(index)
@@ -540,7 +540,7 @@ func (r *Run) entryID(it int, task, kind string) string {
 	return fmt.Sprintf("%s/i%04d/%s/%s", r.Spec.Name, it, task, kind)
 }
 
-func (r *Run) baseRow(it int, task, trialID, student string, hashes map[string]string) MetricRow {
+func (r *Run) baseRow(it int, task, trialID, student string, hashes map[conditions.Role]string) MetricRow {
 	return MetricRow{
 		RunID: r.Dir.ID, MatrixID: r.MatrixID, Row: r.Spec.Name, BaselinePreset: r.Spec.Preset,
 		Condition: string(r.Spec.Condition), SkillUpdatePolicy: r.Spec.Policy.String(), Lab: r.Spec.Lab,
@@ -678,7 +678,7 @@ func (r *Run) summarise(ctx context.Context, taskID string, it int, d mediator.T
 		Seed:   trialSeed(r.Spec.Seed, "summary/"+taskID+strconv.Itoa(it)),
 	}
 	fallback := llm.SummaryAnswer{Summary: capText(text, summaryCompactAbove)}
-	ans, fellBack, err := llm.Structured(ctx, r.Clients.Get(config.RoleCompactor), req, func(a llm.SummaryAnswer) error { return a.Validate() }, fallback)
+	ans, fellBack, err := llm.Structured(ctx, r.Clients.Get(conditions.RoleCompactor), req, func(a llm.SummaryAnswer) error { return a.Validate() }, fallback)
 	if err != nil {
 		return "", false, err
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/internal/durable"
 	"github.com/mediated-coevo/harness/mediator"
@@ -98,10 +99,10 @@ func (r *Run) open() error {
 
 	exp := r.Config.Experiment
 	seed := r.Spec.Seed
-	r.planner = &Planner{Client: r.Clients.Get(config.RolePlanner), Caller: "planner", Seed: seed, MaxContextChars: exp.PlannerContextMaxChars}
-	r.mediator = &mediator.Mediator{Client: r.Clients.Get(config.RoleMediator), Caller: "mediator", MaxChars: exp.ReportMaxChars, Seed: seed}
-	r.advisor = &mediator.Advisor{Client: r.Clients.Get(config.RoleAdvisor), Caller: "coevo/advisor", Seed: seed}
-	r.reflector = &mediator.Reflector{Client: r.Clients.Get(config.RoleReflector), Caller: "coevo/reflector",
+	r.planner = &Planner{Client: r.Clients.Get(conditions.RolePlanner), Caller: "planner", Seed: seed, MaxContextChars: exp.PlannerContextMaxChars}
+	r.mediator = &mediator.Mediator{Client: r.Clients.Get(conditions.RoleMediator), Caller: "mediator", MaxChars: exp.ReportMaxChars, Seed: seed}
+	r.advisor = &mediator.Advisor{Client: r.Clients.Get(conditions.RoleAdvisor), Caller: "coevo/advisor", Seed: seed}
+	r.reflector = &mediator.Reflector{Client: r.Clients.Get(conditions.RoleReflector), Caller: "coevo/reflector",
 		MinChangedWords: r.Config.Reflection.MinChangedWords, Seed: seed}
 	return r.Dir.UpdateManifest(func(m *Manifest) {
 		m.Status = StatusRunning
@@ -159,11 +160,11 @@ func (r *Run) rewind(st *State) error {
 func (r *Run) snapshotAll() error {
 	snaps := filepath.Join(r.Dir.Path, "skills_snapshots")
 	for _, role := range []string{"executor", "planner", "mediator"} {
-		s, err := r.store.Read(role)
+		s, err := r.store.Read(conditions.Role(role))
 		if err != nil {
 			return err
 		}
-		if _, err := skills.Snapshot(snaps, role, s); err != nil {
+		if _, err := skills.Snapshot(snaps, conditions.Role(role), s); err != nil {
 			return err
 		}
 	}

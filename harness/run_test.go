@@ -112,9 +112,9 @@ func buildTestRun(cfg *config.Config, d *RunDir, cond conditions.Condition, pol 
 	}
 	rec := &llmtest.Recorder{Inner: llm.NewOffline(7)}
 	ledger := llm.NewLedger(llm.Limits{})
-	clients := &Clients{byRole: map[string]*llm.Client{}, offline: true}
-	for _, role := range config.Roles() {
-		clients.byRole[role] = &llm.Client{Provider: rec, Ledger: ledger, Role: role}
+	clients := &Clients{byRole: map[conditions.Role]*llm.Client{}, offline: true}
+	for _, role := range conditions.ModelRoles() {
+		clients.byRole[role] = &llm.Client{Provider: rec, Ledger: ledger, Role: string(role)}
 	}
 	ft := &fakeTrials{reward: map[string]float64{}, status: map[string]executor.Status{}}
 	run := &Run{Spec: spec, Config: cfg, Tasks: tasks, Iterations: iterations, AgentKind: AgentLab, Offline: true,
@@ -379,7 +379,7 @@ func writeDefaultSkills(d *RunDir) error {
 func TestTinyTokenBudgetStopsTheRunWithStateSaved(t *testing.T) {
 	tr := newTestRun(t, conditions.LearnedMediator, conditions.PolicyAll, []string{"a", "b"}, 5, nil)
 	tr.run.Ledger = llm.NewLedger(llm.Limits{MaxTokens: 3000})
-	for _, role := range config.Roles() {
+	for _, role := range conditions.ModelRoles() {
 		tr.run.Clients.byRole[role].Ledger = tr.run.Ledger
 	}
 	res := tr.run.Execute(context.Background())

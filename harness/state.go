@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/internal/durable"
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/mediator"
@@ -33,10 +34,10 @@ type State struct {
 	ProvenanceLines int `json:"provenance_lines"`
 	ReflectionLines int `json:"reflection_lines"`
 
-	SkillHashes map[string]string   `json:"skill_hashes"`
-	Feedback    feedbackBook        `json:"feedback"`
-	Buffer      []mediator.Proposal `json:"buffer"`
-	Batches     int                 `json:"batches"`
+	SkillHashes map[conditions.Role]string `json:"skill_hashes"`
+	Feedback    feedbackBook               `json:"feedback"`
+	Buffer      []mediator.Proposal        `json:"buffer"`
+	Batches     int                        `json:"batches"`
 	// RecentRejections are short summaries shown to the Planner when it proposes.
 	RecentRejections []string `json:"recent_rejections"`
 	// Counts are the trials of completed iterations by status.
@@ -54,7 +55,7 @@ type State struct {
 
 func newState(runID, row, fingerprint string) *State {
 	return &State{Version: stateVersion, RunID: runID, Row: row, ConfigFingerprint: fingerprint,
-		SkillHashes: map[string]string{}, Feedback: newFeedbackBook(), NotesSeen: map[string]int{}, Counts: map[string]int{},
+		SkillHashes: map[conditions.Role]string{}, Feedback: newFeedbackBook(), NotesSeen: map[string]int{}, Counts: map[string]int{},
 		Warnings: map[string]int{}}
 }
 
@@ -114,7 +115,7 @@ func LoadState(dir string) (*State, error) {
 		st.Warnings = map[string]int{}
 	}
 	if st.SkillHashes == nil {
-		st.SkillHashes = map[string]string{}
+		st.SkillHashes = map[conditions.Role]string{}
 	}
 	if st.Feedback.Traces == nil {
 		st.Feedback = newFeedbackBook()

@@ -16,7 +16,7 @@ type Client struct {
 	Provider Provider
 	// Ledger may be nil: calls are then neither checked nor charged.
 	Ledger *Ledger
-	// Role is the model role (config.RolePlanner, ...); it is the ledger
+	// Role is the model role (conditions.RolePlanner, ...); it is the ledger
 	// caller when a request names none.
 	Role string
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mediated-coevo/harness/conditions"
 )
 
 const validSkill = "---\nname: executor\ndescription: Work inside a task container.\n---\n\n# Executor\n\nDo the work.\n"
@@ -31,8 +33,8 @@ func skillFor(role string) string {
 func validTree(t *testing.T, dir string) {
 	t.Helper()
 	files := map[string]string{}
-	for _, r := range Roles() {
-		files[r+"/SKILL.md"] = skillFor(r)
+	for _, r := range conditions.SkillRoles() {
+		files[string(r)+"/SKILL.md"] = skillFor(string(r))
 	}
 	writeTree(t, dir, files)
 }

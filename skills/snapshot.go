@@ -9,13 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/internal/durable"
 )
 
 // Snapshot keeps a copy of s at snapshotsDir/<role>/<hex digest>/SKILL.md and
 // returns that path. It is idempotent: an intact existing snapshot is left
 // alone, and a damaged one is rewritten from s.
-func Snapshot(snapshotsDir, role string, s *Skill) (string, error) {
+func Snapshot(snapshotsDir string, role conditions.Role, s *Skill) (string, error) {
 	if err := checkRole(role); err != nil {
 		return "", err
 	}
@@ -38,7 +39,7 @@ func Snapshot(snapshotsDir, role string, s *Skill) (string, error) {
 
 // Restore reads the snapshot of role with the given hash ("sha256:<hex>" or
 // bare hex) and verifies that its content still has that hash.
-func Restore(snapshotsDir, role, hash string) ([]byte, error) {
+func Restore(snapshotsDir string, role conditions.Role, hash string) ([]byte, error) {
 	if err := checkRole(role); err != nil {
 		return nil, err
 	}
@@ -60,8 +61,8 @@ func Restore(snapshotsDir, role, hash string) ([]byte, error) {
 	return content, nil
 }
 
-func snapshotPath(snapshotsDir, role, digest string) string {
-	return filepath.Join(snapshotsDir, role, digest, FileName)
+func snapshotPath(snapshotsDir string, role conditions.Role, digest string) string {
+	return filepath.Join(snapshotsDir, string(role), digest, FileName)
 }
 
 // parseHash returns the hex digest of a skill hash. Checking the form also

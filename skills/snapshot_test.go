@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mediated-coevo/harness/conditions"
 )
 
 func TestSnapshotRestoreRoundTrip(t *testing.T) {
@@ -47,7 +49,7 @@ func TestRestoreRefuses(t *testing.T) {
 	tests := []struct {
 		name   string
 		hash   string
-		role   string
+		role   conditions.Role
 		tamper bool
 		want   string
 	}{

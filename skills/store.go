@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/internal/durable"
 )
 
@@ -19,23 +20,23 @@ type Store struct {
 }
 
 // Path is the SKILL.md of role in the tree.
-func (s *Store) Path(role string) string {
-	return filepath.Join(s.Root, role, FileName)
+func (s *Store) Path(role conditions.Role) string {
+	return filepath.Join(s.Root, string(role), FileName)
 }
 
 // Read reads and strictly validates the skill of role.
-func (s *Store) Read(role string) (*Skill, error) {
+func (s *Store) Read(role conditions.Role) (*Skill, error) {
 	if err := checkRole(role); err != nil {
 		return nil, err
 	}
-	return ValidateRole(filepath.Join(s.Root, role))
+	return ValidateRole(filepath.Join(s.Root, string(role)))
 }
 
 // Write validates content as a strict skill and only then replaces the
 // role's SKILL.md atomically: a failure or crash at any point leaves the old
 // file whole. Invalid content is refused with a *ValidationError and nothing
 // is written.
-func (s *Store) Write(role string, content []byte) (*Skill, error) {
+func (s *Store) Write(role conditions.Role, content []byte) (*Skill, error) {
 	if err := checkRole(role); err != nil {
 		return nil, err
 	}
@@ -55,9 +56,9 @@ func (s *Store) Write(role string, content []byte) (*Skill, error) {
 }
 
 // Hashes returns the content hash of every role skill, validating each.
-func (s *Store) Hashes() (map[string]string, error) {
-	out := make(map[string]string, len(Roles()))
-	for _, role := range Roles() {
+func (s *Store) Hashes() (map[conditions.Role]string, error) {
+	out := make(map[conditions.Role]string, len(conditions.SkillRoles()))
+	for _, role := range conditions.SkillRoles() {
 		sk, err := s.Read(role)
 		if err != nil {
 			return nil, fmt.Errorf("hash %s skill: %w", role, err)
@@ -74,7 +75,7 @@ func (s *Store) Validate() (Report, error) {
 
 // RestoreFrom puts the snapshot of role with the given hash back as the
 // active skill, verifying the snapshot and validating it like any write.
-func (s *Store) RestoreFrom(snapshotsDir, role, hash string) error {
+func (s *Store) RestoreFrom(snapshotsDir string, role conditions.Role, hash string) error {
 	content, err := Restore(snapshotsDir, role, hash)
 	if err != nil {
 		return err

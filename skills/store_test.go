@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/mediated-coevo/harness/internal/durable"
+
+	"github.com/mediated-coevo/harness/conditions"
 )
 
 func TestStoreReadWrite(t *testing.T) {
@@ -39,7 +41,7 @@ func TestStoreReadWrite(t *testing.T) {
 func TestStoreWriteRefusesInvalidContent(t *testing.T) {
 	tests := []struct {
 		name    string
-		role    string
+		role    conditions.Role
 		content string
 		want    string
 	}{
@@ -118,8 +120,8 @@ func TestStoreHashes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range Roles() {
-		if got[r] != Hash([]byte(skillFor(r))) {
+	for _, r := range conditions.SkillRoles() {
+		if got[r] != Hash([]byte(skillFor(string(r)))) {
 			t.Errorf("hash of %s = %s", r, got[r])
 		}
 	}

@@ -8,38 +8,28 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/mediated-coevo/harness/conditions"
 )
 
-// Role skill names: the directories of a skills tree.
-const (
-	RoleExecutor = "executor"
-	RolePlanner  = "planner"
-	RoleMediator = "mediator"
-)
-
-// Roles lists the role skills of a tree in a stable order.
-func Roles() []string { return []string{RoleExecutor, RolePlanner, RoleMediator} }
-
-func checkRole(role string) error {
-	for _, r := range Roles() {
-		if role == r {
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown skill role %q: use executor, planner or mediator", role)
+// checkRole refuses anything but a skill role: the role names a directory,
+// so this also keeps it from pointing elsewhere.
+func checkRole(role conditions.Role) error {
+	_, err := conditions.ParseSkillRole(string(role))
+	return err
 }
 
 // RoleReport is the outcome of validating one role skill.
 type RoleReport struct {
-	Role        string   `json:"role"`
-	Path        string   `json:"path"`
-	OK          bool     `json:"ok"`
-	Name        string   `json:"name,omitempty"`
-	Description string   `json:"description,omitempty"`
-	Hash        string   `json:"hash,omitempty"`
-	Bytes       int      `json:"bytes,omitempty"`
-	Warnings    []string `json:"warnings,omitempty"`
-	Error       string   `json:"error,omitempty"`
+	Role        conditions.Role `json:"role"`
+	Path        string          `json:"path"`
+	OK          bool            `json:"ok"`
+	Name        string          `json:"name,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Hash        string          `json:"hash,omitempty"`
+	Bytes       int             `json:"bytes,omitempty"`
+	Warnings    []string        `json:"warnings,omitempty"`
+	Error       string          `json:"error,omitempty"`
 }
 
 // Report is the outcome of validating a skills tree, one entry per role.
@@ -70,7 +60,7 @@ func (r Report) String() string {
 			valid++
 		}
 	}
-	fmt.Fprintf(&b, "skills tree %s: %d of %d role skills valid\n", r.Root, valid, len(Roles()))
+	fmt.Fprintf(&b, "skills tree %s: %d of %d role skills valid\n", r.Root, valid, len(conditions.SkillRoles()))
 	for _, rr := range r.Roles {
 		if rr.OK {
 			fmt.Fprintf(&b, "  ok    %-9s %s (name %q, %d bytes, %s)\n", rr.Role, rr.Path, rr.Name, rr.Bytes, shortHash(rr.Hash))
@@ -114,8 +104,8 @@ func ValidateTree(root string) (Report, error) {
 		return rep, &ValidationError{Path: root, Problem: "not a directory: a skills tree is a directory with executor/, planner/ and mediator/ inside"}
 	}
 	var errs []error
-	for _, role := range Roles() {
-		dir := filepath.Join(root, role)
+	for _, role := range conditions.SkillRoles() {
+		dir := filepath.Join(root, string(role))
 		s, warnings, err := validateRoleDir(dir)
 		rep.Roles = append(rep.Roles, roleReport(role, filepath.Join(dir, FileName), s, warnings, err))
 		errs = append(errs, err)
@@ -127,16 +117,16 @@ func ValidateTree(root string) (Report, error) {
 func ValidateDefaults() (Report, error) {
 	rep := Report{Root: "(built-in defaults)"}
 	var errs []error
-	for _, role := range Roles() {
-		shown := path.Join("skills", role)
-		s, warnings, err := validateRole(DefaultFS(), role, shown, role)
+	for _, role := range conditions.SkillRoles() {
+		shown := path.Join("skills", string(role))
+		s, warnings, err := validateRole(DefaultFS(), string(role), shown, string(role))
 		rep.Roles = append(rep.Roles, roleReport(role, path.Join(shown, FileName), s, warnings, err))
 		errs = append(errs, err)
 	}
 	return rep, errors.Join(errs...)
 }
 
-func roleReport(role, file string, s *Skill, warnings []string, err error) RoleReport {
+func roleReport(role conditions.Role, file string, s *Skill, warnings []string, err error) RoleReport {
 	rr := RoleReport{Role: role, Path: file, Warnings: warnings}
 	if err != nil {
 		rr.Error = err.Error()

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mediated-coevo/harness/conditions"
 )
 
 func TestShippedDefaultsValidate(t *testing.T) {
@@ -20,10 +22,10 @@ func TestShippedDefaultsValidate(t *testing.T) {
 		if len(rr.Warnings) > 0 {
 			t.Errorf("%s: unexpected warnings %q", rr.Role, rr.Warnings)
 		}
-		if rr.Name != rr.Role {
+		if rr.Name != string(rr.Role) {
 			t.Errorf("%s: name %q should equal the role", rr.Role, rr.Name)
 		}
-		s, err := Parse(mustReadDefault(t, rr.Role))
+		s, err := Parse(mustReadDefault(t, string(rr.Role)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +147,7 @@ func TestValidateTree(t *testing.T) {
 	if rep.OK() || len(rep.Roles) != 3 {
 		t.Fatalf("report = %+v", rep)
 	}
-	byRole := map[string]RoleReport{}
+	byRole := map[conditions.Role]RoleReport{}
 	for _, rr := range rep.Roles {
 		byRole[rr.Role] = rr
 	}

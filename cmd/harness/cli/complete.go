@@ -51,7 +51,7 @@ func completePolicies(_ *cobra.Command, _ []string, toComplete string) ([]cobra.
 	}
 	head := toComplete[:strings.LastIndex(toComplete, ",")+1]
 	var out []cobra.Completion
-	for _, r := range conditions.Roles() {
+	for _, r := range conditions.SkillRoles() {
 		if !strings.Contains(head, string(r)) {
 			out = append(out, head+string(r))
 		}

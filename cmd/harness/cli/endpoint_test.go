@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/harness"
 	"github.com/mediated-coevo/harness/llm/llmtest"
 )
@@ -32,7 +32,7 @@ func TestRunAgainstAnOpenAICompatibleEndpoint(t *testing.T) {
 
 	var toml strings.Builder
 	fmt.Fprintf(&toml, "[executor_runtime]\ntask_cache_dir = %q\n", t.TempDir())
-	for _, role := range config.Roles() {
+	for _, role := range conditions.ModelRoles() {
 		fmt.Fprintf(&toml, "[models.%s]\nbase_url = %q\napi_key_env = \"HARNESS_ENDPOINT_TEST_KEY\"\nmodel = \"test/%s-model\"\nmax_retries = 0\n"+
 			"price_input_per_mtok = 2.0\nprice_output_per_mtok = 8.0\ncontext_tokens = 65536\n",
 			role, srv.URL(), role)

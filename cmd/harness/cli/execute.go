@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mediated-coevo/harness/benchmarks"
+	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness"
 	"github.com/mediated-coevo/harness/llm"
@@ -103,7 +104,7 @@ func outcomeError(out *harness.Outcome, w io.Writer, asJSON bool) error {
 // trial. A model that needs no key leaves api_key_env empty.
 func checkKeys(cfg *config.Config) error {
 	var missing []string
-	for _, role := range config.Roles() {
+	for _, role := range conditions.ModelRoles() {
 		m, err := cfg.Model(role)
 		if err != nil || m.Provider == llm.ProviderOffline || m.APIKeyEnv == "" || m.APIKey() != "" {
 			continue

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/harness"
 )
 
@@ -56,7 +56,7 @@ func writePlanText(w io.Writer, p *harness.Plan) error {
 
 	b.WriteString("\nModels:\n")
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	for _, role := range config.Roles() {
+	for _, role := range conditions.ModelRoles() {
 		if m, ok := p.Models[role]; ok {
 			fmt.Fprintf(tw, "  %s\t%s\t~%s tokens\n", role, m, humanTokens(p.EstimatedTokensByRole[role]))
 		}
