@@ -578,7 +578,7 @@ func (p *Plan) MatrixDirSpec(cfg *config.Config, args []string) rundir.Spec {
 // OutBase is the directory a new run or matrix directory goes into.
 func (p *Plan) OutBase() string {
 	if p.OutDir == "" {
-		return filepath.Join("data", "experiments")
+		return filepath.FromSlash(rundir.DefaultRoot)
 	}
 	return p.OutDir
 }

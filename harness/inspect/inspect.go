@@ -19,7 +19,7 @@ import (
 )
 
 // DefaultRoot is where run and matrix directories live unless told otherwise.
-const DefaultRoot = "data/experiments"
+const DefaultRoot = rundir.DefaultRoot
 
 // Success is the reward at or above which a trial counts as a success for
 // pass@k and pass^k (rewards are in [0, 1]; the tolerance absorbs rounding).

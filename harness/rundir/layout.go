@@ -38,6 +38,9 @@ const (
 	StateFile = "state.json"
 )
 
+// DefaultRoot is where run and matrix directories go unless told otherwise.
+const DefaultRoot = "data/experiments"
+
 // DirTimeFormat is the UTC timestamp that starts a run directory's name.
 const DirTimeFormat = "20060102T150405Z"
 
