@@ -8,7 +8,7 @@ BIN     ?= bin/harness
 # checkout it stays empty and the binary falls back to Go's build info.
 VERSION ?= $(shell git describe --tags --exact-match 2>/dev/null || echo dev)
 COMMIT  ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null || c="$$c-dirty"; } && echo "$$c")
-LDFLAGS := -X $(PKG)/harness.Version=$(VERSION) -X $(PKG)/harness.gitCommit=$(COMMIT)
+LDFLAGS := -X $(PKG)/harness/rundir.Version=$(VERSION) -X $(PKG)/harness/rundir.gitCommit=$(COMMIT)
 # Docker integration tests build images; give the whole suite room.
 TEST_TIMEOUT ?= 30m
 

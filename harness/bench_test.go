@@ -14,6 +14,7 @@ import (
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/skills"
 )
 
@@ -37,7 +38,7 @@ func newBenchRun(b *testing.B, base string, cond conditions.Condition, pol condi
 	if err != nil {
 		b.Fatal(err)
 	}
-	d, err := CreateRunDir(parent, RunDirSpec{Manifest: Manifest{Kind: KindRun, Condition: string(cond),
+	d, err := rundir.Create(parent, rundir.Spec{Manifest: rundir.Manifest{Kind: rundir.KindRun, Condition: string(cond),
 		Policy: pol.String(), Seed: 7, Iterations: iterations, Tasks: taskIDs}, Config: cfg})
 	if err != nil {
 		b.Fatal(err)

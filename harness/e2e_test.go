@@ -13,6 +13,7 @@ import (
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/internal/dockertest"
 	"github.com/mediated-coevo/harness/skills"
 )
@@ -66,7 +67,7 @@ func TestOfflineRunEachCondition(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if out.Status != StatusCompleted || out.EnvFailures != 0 {
+			if out.Status != rundir.StatusCompleted || out.EnvFailures != 0 {
 				t.Fatalf("outcome %+v", out)
 			}
 			for _, rel := range []string{"config.toml", "run.json", "state.json", "metrics", "artifacts/traces",
@@ -76,7 +77,7 @@ func TestOfflineRunEachCondition(t *testing.T) {
 					t.Errorf("missing %s: %v", rel, err)
 				}
 			}
-			rows, err := ReadMetrics(out.Dir)
+			rows, err := rundir.ReadMetrics(out.Dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,7 +89,7 @@ func TestOfflineRunEachCondition(t *testing.T) {
 				t.Errorf("condition %s wrote %d reports", cond, len(reports))
 			}
 			m := out.Rows[0]
-			d, _ := OpenRunDir(m.Dir)
+			d, _ := rundir.Open(m.Dir)
 			if !d.Manifest().Offline {
 				t.Error("run.json does not say the run was offline")
 			}
@@ -117,13 +118,13 @@ func TestOfflineFullCoevolutionOnSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Status != StatusCompleted {
+	if out.Status != rundir.StatusCompleted {
 		t.Fatalf("outcome %+v", out)
 	}
 	dir := out.Rows[0].Dir
-	updates := readJSONL[Provenance](t, filepath.Join(dir, updatesFile))
-	rejected := readJSONL[rejection](t, filepath.Join(dir, rejectedFile))
-	reflections := readJSONL[reflectionRecord](t, filepath.Join(dir, reflectionsFile))
+	updates := readJSONL[Provenance](t, filepath.Join(dir, rundir.SkillUpdatesFile))
+	rejected := readJSONL[rejection](t, filepath.Join(dir, rundir.RejectedFile))
+	reflections := readJSONL[reflectionRecord](t, filepath.Join(dir, rundir.ReflectionsFile))
 	var adopted, candidatesRejected, batchesRejected int
 	for _, u := range updates {
 		if u.Flow == "advisor_gate" {
@@ -188,7 +189,7 @@ func TestMatrixInterruptedMidRowResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Status != StatusInterrupted {
+	if out.Status != rundir.StatusInterrupted {
 		t.Fatalf("status %s after cancel, want interrupted", out.Status)
 	}
 	resumed, err := BuildMatrixPlan(cfg, PlanOptions{Resume: out.Dir, Offline: true, Concurrency: 2})
@@ -199,10 +200,10 @@ func TestMatrixInterruptedMidRowResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out2.Status != StatusCompleted {
+	if out2.Status != rundir.StatusCompleted {
 		t.Fatalf("resumed status %s", out2.Status)
 	}
-	rows, err := ReadMetrics(out.Dir)
+	rows, err := rundir.ReadMetrics(out.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +225,7 @@ func TestMatrixInterruptedMidRowResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out3.Status != StatusCompleted || out3.Trials != 0 || !out3.Resumed {
+	if out3.Status != rundir.StatusCompleted || out3.Trials != 0 || !out3.Resumed {
 		t.Errorf("resume of a completed matrix: status %s, %d trials, resumed %v", out3.Status, out3.Trials, out3.Resumed)
 	}
 	for _, ro := range out3.Rows {

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/executor"
 	"github.com/mediated-coevo/harness/harness/gate"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/internal/durable"
 	"github.com/mediated-coevo/harness/mediator"
 	"github.com/mediated-coevo/harness/skills"
@@ -86,8 +86,8 @@ func (r *Run) bufferProposals(proposals []mediator.Proposal) {
 
 // evolve runs the co-evolution steps due at the end of an iteration, once
 // its proposals are buffered, and returns the skill updates it committed.
-func (r *Run) evolve(ctx context.Context, it int) ([]SkillUpdate, error) {
-	var updates []SkillUpdate
+func (r *Run) evolve(ctx context.Context, it int) ([]rundir.SkillUpdate, error) {
+	var updates []rundir.SkillUpdate
 	exp := r.Config.Experiment
 	if r.Spec.Policy.Executor {
 		if len(r.st.Buffer) >= exp.AdvisorBufferMax {
@@ -116,7 +116,7 @@ func (r *Run) evolve(ctx context.Context, it int) ([]SkillUpdate, error) {
 	return updates, nil
 }
 
-func (r *Run) reviewBatch(ctx context.Context, it int) (_ []SkillUpdate, err error) {
+func (r *Run) reviewBatch(ctx context.Context, it int) (_ []rundir.SkillUpdate, err error) {
 	batch := slices.Clone(r.st.Buffer)
 	batchID := fmt.Sprintf("b%03d", r.st.Batches+1)
 	// The buffer is cleared once the batch is decided (adopted or
@@ -131,7 +131,7 @@ func (r *Run) reviewBatch(ctx context.Context, it int) (_ []SkillUpdate, err err
 	// An earlier attempt at this batch, cut short by a budget stop or an
 	// interruption, may have left validation trials; none may mix with
 	// this attempt's, whatever it decides.
-	if err := os.RemoveAll(filepath.Join(r.Dir.Path, "artifacts", "validation", batchID)); err != nil {
+	if err := os.RemoveAll(r.Dir.Join(rundir.ValidationBatchDir(batchID))); err != nil {
 		return nil, fmt.Errorf("clear validation evidence of batch %s: %w", batchID, err)
 	}
 	for i := range batch {
@@ -176,7 +176,7 @@ func (r *Run) reviewBatch(ctx context.Context, it int) (_ []SkillUpdate, err err
 			Reason: "the draft is not a valid skill: " + err.Error(), Advice: advice.Feedback, Proposals: batch, Candidate: draft})
 	}
 
-	evidenceDir := filepath.Join("artifacts", "validation", batchID)
+	evidenceDir := rundir.ValidationBatchDir(batchID)
 	// Evidence an attempt at this batch left before a stop is cleared, so
 	// it never mixes with this attempt's.
 	if err := os.RemoveAll(filepath.Join(r.Dir.Path, evidenceDir)); err != nil {
@@ -204,7 +204,7 @@ func (r *Run) reviewBatch(ctx context.Context, it int) (_ []SkillUpdate, err err
 		return nil, err
 	}
 	r.emit(Event{Kind: "skill_update", Iteration: it, Message: "executor skill updated by batch " + batchID})
-	return []SkillUpdate{u}, nil
+	return []rundir.SkillUpdate{u}, nil
 }
 
 func (r *Run) reject(rej rejection) error {
@@ -311,7 +311,7 @@ func (r *Run) validate(ctx context.Context, batchID string, batch []mediator.Pro
 	}
 	if !vc.Enabled {
 		d := gate.Decision{Accept: true, Rule: "disabled", Reason: "validation is disabled in [validation]", Final: true}
-		return d, durable.WriteJSON(filepath.Join(dir, "decision.json"), map[string]any{"decision": d, "tasks": ids, "task_source": source})
+		return d, durable.WriteJSON(filepath.Join(dir, rundir.DecisionFile), map[string]any{"decision": d, "tasks": ids, "task_source": source})
 	}
 	session := gate.NewSession(cfg, ids)
 	var trials []gate.Trial
@@ -339,7 +339,7 @@ func (r *Run) validate(ctx context.Context, batchID string, batch []mediator.Pro
 				seed := trialSeed(r.Spec.Seed, fmt.Sprintf("%s/%s/%d", batchID, req.Task, req.Index))
 				tr := r.Trials.Run(ctx, executor.TrialSpec{
 					Task: byID[req.Task], Agent: r.NewAgent("validator"), ExecutorSkill: skill,
-					JobDir: filepath.Join(dir, arm, req.Task, "k"+strconv.Itoa(req.Index)),
+					JobDir: filepath.Join(dir, rundir.ValidationTrialDir(arm, req.Task, req.Index)),
 					RunID:  r.Dir.ID, Row: r.Spec.Name, TrialID: trialID, Seed: seed,
 					Caller: "coevo/validation/" + trialID,
 				})
@@ -371,7 +371,7 @@ func (r *Run) validate(ctx context.Context, batchID string, batch []mediator.Pro
 		}
 	}
 	d := session.Decision()
-	err := durable.WriteJSON(filepath.Join(dir, "decision.json"), map[string]any{
+	err := durable.WriteJSON(filepath.Join(dir, rundir.DecisionFile), map[string]any{
 		"batch_id": batchID, "tasks": ids, "task_source": source, "config": cfg, "decision": d, "trials": trials,
 		"trials_spent": session.TrialsSpent(),
 	})
@@ -380,40 +380,40 @@ func (r *Run) validate(ctx context.Context, batchID string, batch []mediator.Pro
 
 // adopt writes a new skill version atomically, snapshots the old and the new
 // one, and records the provenance.
-func (r *Run) adopt(it int, role string, old *skills.Skill, content []byte, prov Provenance) (SkillUpdate, error) {
+func (r *Run) adopt(it int, role string, old *skills.Skill, content []byte, prov Provenance) (rundir.SkillUpdate, error) {
 	if !r.Spec.Policy.Allows(conditions.Role(role)) {
-		return SkillUpdate{}, fmt.Errorf("refusing to change the %s skill: policy %s does not allow it", role, r.Spec.Policy)
+		return rundir.SkillUpdate{}, fmt.Errorf("refusing to change the %s skill: policy %s does not allow it", role, r.Spec.Policy)
 	}
-	snaps := filepath.Join(r.Dir.Path, "skills_snapshots")
+	snaps := filepath.Join(r.Dir.Path, rundir.SnapshotsDir)
 	oldPath, err := skills.Snapshot(snaps, conditions.Role(role), old)
 	if err != nil {
-		return SkillUpdate{}, err
+		return rundir.SkillUpdate{}, err
 	}
 	parsed, err := skills.Parse(content)
 	if err != nil {
-		return SkillUpdate{}, fmt.Errorf("new %s skill is invalid: %w", role, err)
+		return rundir.SkillUpdate{}, fmt.Errorf("new %s skill is invalid: %w", role, err)
 	}
 	newPath, err := skills.Snapshot(snaps, conditions.Role(role), parsed)
 	if err != nil {
-		return SkillUpdate{}, err
+		return rundir.SkillUpdate{}, err
 	}
 	written, err := r.store.Write(conditions.Role(role), content)
 	if err != nil {
-		return SkillUpdate{}, err
+		return rundir.SkillUpdate{}, err
 	}
 	prov.OldHash, prov.NewHash = old.Hash, written.Hash
 	prov.OldSnapshot, _ = filepath.Rel(r.Dir.Path, oldPath)
 	prov.NewSnapshot, _ = filepath.Rel(r.Dir.Path, newPath)
 	prov.Time = time.Now().UTC()
 	if err := r.updates.Append(prov); err != nil {
-		return SkillUpdate{}, err
+		return rundir.SkillUpdate{}, err
 	}
-	return SkillUpdate{Role: role, ProvenanceID: prov.ID, OldHash: old.Hash, NewHash: written.Hash}, nil
+	return rundir.SkillUpdate{Role: role, ProvenanceID: prov.ID, OldHash: old.Hash, NewHash: written.Hash}, nil
 }
 
-func (r *Run) reflect(ctx context.Context, it int, role string) ([]SkillUpdate, error) {
+func (r *Run) reflect(ctx context.Context, it int, role string) ([]rundir.SkillUpdate, error) {
 	kinds := map[string][]string{"planner": {"plan", "proposal"}, "mediator": {"report"}}[role]
-	entries := r.history.Entries(func(e *Entry) bool {
+	entries := r.history.Entries(func(e *rundir.Entry) bool {
 		return e.Role == role && e.Reward != nil && slices.Contains(kinds, e.Kind)
 	})
 	var pe []mediator.PairEntry
@@ -442,7 +442,7 @@ func (r *Run) reflect(ctx context.Context, it int, role string) ([]SkillUpdate, 
 	for _, p := range pairs {
 		rec.Pairs = append(rec.Pairs, [2]string{p.Better.ID, p.Worse.ID})
 	}
-	var updates []SkillUpdate
+	var updates []rundir.SkillUpdate
 	if out.Changed {
 		prov := Provenance{ID: fmt.Sprintf("%s/reflection-i%04d", role, it), Role: role, Flow: "reflection",
 			Iteration: it, PairIDs: rec.Pairs, PairSeed: seed}
@@ -463,7 +463,7 @@ func (r *Run) reflect(ctx context.Context, it int, role string) ([]SkillUpdate, 
 // pairEntry is a rewarded history entry as the Reflector sees it. A
 // withheld report says so: withholding is itself a decision of the
 // Mediator's protocol, and an empty text would hide it.
-func pairEntry(e Entry) mediator.PairEntry {
+func pairEntry(e rundir.Entry) mediator.PairEntry {
 	content := e.Content
 	if e.Withheld {
 		content = strings.TrimSpace(withheldNote + "\n" + content)

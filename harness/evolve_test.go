@@ -11,6 +11,7 @@ import (
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/internal/durable"
 	"github.com/mediated-coevo/harness/mediator"
 )
@@ -39,9 +40,9 @@ func TestFullCoevolutionGatesAndReflects(t *testing.T) {
 	})
 	tr.execute(t)
 	dir := tr.run.Dir.Path
-	rejected := readJSONL[rejection](t, filepath.Join(dir, rejectedFile))
-	updates := readJSONL[Provenance](t, filepath.Join(dir, updatesFile))
-	reflections := readJSONL[reflectionRecord](t, filepath.Join(dir, reflectionsFile))
+	rejected := readJSONL[rejection](t, filepath.Join(dir, rundir.RejectedFile))
+	updates := readJSONL[Provenance](t, filepath.Join(dir, rundir.SkillUpdatesFile))
+	reflections := readJSONL[reflectionRecord](t, filepath.Join(dir, rundir.ReflectionsFile))
 	adopted := 0
 	for _, u := range updates {
 		if u.Flow == "advisor_gate" {
@@ -120,7 +121,7 @@ func TestCoevolutionSpendingIsSpreadExactly(t *testing.T) {
 		c.Experiment.CoevoInterval = 2
 	})
 	tr.execute(t)
-	rows, err := ReadMetrics(tr.run.Dir.Path)
+	rows, err := rundir.ReadMetrics(tr.run.Dir.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestCoevolutionSpendingIsSpreadExactly(t *testing.T) {
 // the metric rows of the run.
 func assertUpdatesInMetrics(t *testing.T, dir string, updates []Provenance) {
 	t.Helper()
-	rows, err := ReadMetrics(dir)
+	rows, err := rundir.ReadMetrics(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,12 +265,12 @@ func TestPairEntryShowsWithheldReports(t *testing.T) {
 	r := 0.5
 	tests := []struct {
 		name string
-		e    Entry
+		e    rundir.Entry
 		want string
 	}{
-		{"a report", Entry{ID: "x", Content: "check outputs", Reward: &r}, "check outputs"},
-		{"a withheld report", Entry{ID: "x", Withheld: true, Reward: &r}, withheldNote},
-		{"withheld with text kept", Entry{ID: "x", Withheld: true, Content: "draft", Reward: &r}, withheldNote + "\ndraft"},
+		{"a report", rundir.Entry{ID: "x", Content: "check outputs", Reward: &r}, "check outputs"},
+		{"a withheld report", rundir.Entry{ID: "x", Withheld: true, Reward: &r}, withheldNote},
+		{"withheld with text kept", rundir.Entry{ID: "x", Withheld: true, Content: "draft", Reward: &r}, withheldNote + "\ndraft"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,12 +12,10 @@ import (
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/skills"
 )
-
-// StatusBudgetExhausted marks a run or matrix stopped by a budget.
-const StatusBudgetExhausted = "budget_exhausted"
 
 // ExecOptions is everything Execute needs beyond the plan.
 type ExecOptions struct {
@@ -36,18 +34,18 @@ type ExecOptions struct {
 
 // RowOutcome is how one row of a plan ended.
 type RowOutcome struct {
-	Name   string `json:"name"`
-	Dir    string `json:"dir"`
-	Status string `json:"status"`
-	Result Result `json:"-"`
-	Error  string `json:"error,omitempty"`
+	Name   string        `json:"name"`
+	Dir    string        `json:"dir"`
+	Status rundir.Status `json:"status"`
+	Result Result        `json:"-"`
+	Error  string        `json:"error,omitempty"`
 }
 
 // Outcome is how a whole run or matrix ended.
 type Outcome struct {
-	Dir    string       `json:"dir"`
-	Status string       `json:"status"`
-	Rows   []RowOutcome `json:"rows"`
+	Dir    string        `json:"dir"`
+	Status rundir.Status `json:"status"`
+	Rows   []RowOutcome  `json:"rows"`
 	// Resumed is true when this invocation continued an earlier one; the
 	// trial counts are then of this invocation only.
 	Resumed     bool  `json:"resumed"`
@@ -118,7 +116,7 @@ func Execute(ctx context.Context, o ExecOptions) (*Outcome, error) {
 		}
 	}
 	ex := &execution{opts: o, cfg: cfg, tasks: tasks, pool: pool, trials: trials, ledger: ledger}
-	if p.Kind == KindMatrix {
+	if p.Kind == rundir.KindMatrix {
 		return ex.matrix(ctx)
 	}
 	return ex.single(ctx)
@@ -133,9 +131,9 @@ type execution struct {
 	ledger *llm.Ledger
 }
 
-func (ex *execution) manifest(row RowSpec, matrixID string) Manifest {
+func (ex *execution) manifest(row RowSpec, matrixID string) rundir.Manifest {
 	p := ex.opts.Plan
-	return Manifest{Kind: KindRun, Name: row.Name, MatrixID: matrixID, Tasks: p.Tasks, TaskSet: p.TaskSet,
+	return rundir.Manifest{Kind: rundir.KindRun, Name: row.Name, MatrixID: matrixID, Tasks: p.Tasks, TaskSet: p.TaskSet,
 		Iterations: p.Iterations, Condition: string(row.Condition), Policy: row.Policy.String(), Preset: row.Preset,
 		Lab: row.Lab, Agent: p.Agent, Seed: row.Seed, Offline: p.Offline}
 }
@@ -145,14 +143,14 @@ func (ex *execution) meta() config.RunMeta {
 }
 
 // prepareRow creates a row directory with its own copy of the skills.
-func (ex *execution) prepareRow(base, dirName string, row RowSpec, matrixID string) (*RunDir, error) {
+func (ex *execution) prepareRow(base, dirName string, row RowSpec, matrixID string) (*rundir.Dir, error) {
 	cfg := ex.cfg.Clone()
 	cfg.Experiment.Seed = row.Seed
-	d, err := CreateRunDir(base, RunDirSpec{Manifest: ex.manifest(row, matrixID), DirName: dirName, Config: cfg, Meta: ex.meta()})
+	d, err := rundir.Create(base, rundir.Spec{Manifest: ex.manifest(row, matrixID), DirName: dirName, Config: cfg, Meta: ex.meta()})
 	if err != nil {
 		return nil, err
 	}
-	dst := filepath.Join(d.Path, "skills")
+	dst := filepath.Join(d.Path, rundir.SkillsDir)
 	if src := ex.cfg.Experiment.SkillsDir; src != "" {
 		err = skills.CopyTree(src, dst)
 	} else {
@@ -167,10 +165,10 @@ func (ex *execution) prepareRow(base, dirName string, row RowSpec, matrixID stri
 func (ex *execution) single(ctx context.Context) (*Outcome, error) {
 	p := ex.opts.Plan
 	row := p.Rows[0]
-	var d *RunDir
+	var d *rundir.Dir
 	var err error
 	if p.ResumeDir != "" {
-		d, err = OpenRunDir(p.ResumeDir)
+		d, err = rundir.Open(p.ResumeDir)
 	} else {
 		d, err = ex.prepareRow(p.OutDir, "", row, "")
 	}
@@ -186,17 +184,17 @@ func (ex *execution) single(ctx context.Context) (*Outcome, error) {
 	return out, nil
 }
 
-func (ex *execution) runRow(ctx context.Context, d *RunDir, row RowSpec, matrixID string, ledger *llm.Ledger) RowOutcome {
+func (ex *execution) runRow(ctx context.Context, d *rundir.Dir, row RowSpec, matrixID string, ledger *llm.Ledger) RowOutcome {
 	p := ex.opts.Plan
 	ro := RowOutcome{Name: row.Name, Dir: d.Path}
 	clients, err := NewClients(ex.cfg, ledger, row.Seed)
 	if err != nil {
-		ro.Status, ro.Error, ro.Result = StatusFailed, err.Error(), Result{Status: StatusFailed, Err: err}
+		ro.Status, ro.Error, ro.Result = rundir.StatusFailed, err.Error(), Result{Status: rundir.StatusFailed, Err: err}
 		return ro
 	}
 	newAgent, err := ex.agentFactory(row, clients)
 	if err != nil {
-		ro.Status, ro.Error, ro.Result = StatusFailed, err.Error(), Result{Status: StatusFailed, Err: err}
+		ro.Status, ro.Error, ro.Result = rundir.StatusFailed, err.Error(), Result{Status: rundir.StatusFailed, Err: err}
 		return ro
 	}
 	run := &Run{Spec: row, Config: ex.cfg, Tasks: ex.tasks, Iterations: p.Iterations, AgentKind: p.Agent,
@@ -249,16 +247,16 @@ func (ex *execution) agentFactory(row RowSpec, clients *Clients) (AgentFactory, 
 // sharing one budget and one cap on live containers.
 func (ex *execution) matrix(ctx context.Context) (*Outcome, error) {
 	p := ex.opts.Plan
-	var md *RunDir
+	var md *rundir.Dir
 	var err error
 	if p.ResumeDir != "" {
-		if md, err = OpenRunDir(p.ResumeDir); err != nil {
+		if md, err = rundir.Open(p.ResumeDir); err != nil {
 			return nil, err
 		}
 		// A refused resume leaves the directory exactly as it was: no row
 		// is created, touched or run.
 		if err := ex.checkFingerprint(md); err != nil {
-			return &Outcome{Dir: md.Path, Status: StatusFailed, Resumed: true, Err: err}, nil
+			return &Outcome{Dir: md.Path, Status: rundir.StatusFailed, Resumed: true, Err: err}, nil
 		}
 		if err := ex.restoreMatrixLedger(md); err != nil {
 			return nil, err
@@ -270,13 +268,13 @@ func (ex *execution) matrix(ctx context.Context) (*Outcome, error) {
 		}
 		// A resume may extend the matrix; a later one without --iterations
 		// continues to the same end.
-		err = md.UpdateManifest(func(m *Manifest) { m.Iterations = p.Iterations })
+		err = md.UpdateManifest(func(m *rundir.Manifest) { m.Iterations = p.Iterations })
 	} else {
-		md, err = CreateRunDir(p.OutDir, RunDirSpec{Manifest: Manifest{Kind: KindMatrix, Name: p.Name,
+		md, err = rundir.Create(p.OutDir, rundir.Spec{Manifest: rundir.Manifest{Kind: rundir.KindMatrix, Name: p.Name,
 			Tasks: p.Tasks, TaskSet: p.TaskSet, Iterations: p.Iterations, Seed: firstSeed(p.Seeds), Seeds: p.Seeds,
 			Agent: p.Agent, Offline: p.Offline, Rows: rowNames(p.Rows)}, Config: ex.cfg, Meta: ex.meta()})
 		if err == nil {
-			err = md.WriteFileFunc(MatrixPlanFile, p.WriteMatrixFile)
+			err = md.WriteFileFunc(rundir.MatrixPlanFile, p.WriteMatrixFile)
 		}
 	}
 	if err != nil {
@@ -291,15 +289,15 @@ func (ex *execution) matrix(ctx context.Context) (*Outcome, error) {
 	for i, row := range p.Rows {
 		d, err := ex.openOrCreateRow(md, row)
 		if err != nil {
-			out.Rows[i] = RowOutcome{Name: row.Name, Status: StatusFailed, Error: err.Error(),
-				Result: Result{Status: StatusFailed, Err: err}}
+			out.Rows[i] = RowOutcome{Name: row.Name, Status: rundir.StatusFailed, Error: err.Error(),
+				Result: Result{Status: rundir.StatusFailed, Err: err}}
 			continue
 		}
 		// A completed row is skipped unless a larger --iterations extends it.
-		if m := d.Manifest(); m.Status == StatusCompleted && m.CompletedIterations >= p.Iterations {
-			res := Result{Status: StatusCompleted}
+		if m := d.Manifest(); m.Status == rundir.StatusCompleted && m.CompletedIterations >= p.Iterations {
+			res := Result{Status: rundir.StatusCompleted}
 			res.Iterations = completedIterations(d.Path)
-			out.Rows[i] = RowOutcome{Name: row.Name, Dir: d.Path, Status: StatusCompleted, Result: res}
+			out.Rows[i] = RowOutcome{Name: row.Name, Dir: d.Path, Status: rundir.StatusCompleted, Result: res}
 			continue
 		}
 		wg.Add(1)
@@ -308,9 +306,9 @@ func (ex *execution) matrix(ctx context.Context) (*Outcome, error) {
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				out.Rows[i] = RowOutcome{Name: row.Name, Dir: d.Path, Status: StatusInterrupted,
-					Result: Result{Status: StatusInterrupted, Err: ErrInterrupted}}
-				_ = d.UpdateManifest(func(m *Manifest) { m.Status = StatusInterrupted })
+				out.Rows[i] = RowOutcome{Name: row.Name, Dir: d.Path, Status: rundir.StatusInterrupted,
+					Result: Result{Status: rundir.StatusInterrupted, Err: ErrInterrupted}}
+				_ = d.UpdateManifest(func(m *rundir.Manifest) { m.Status = rundir.StatusInterrupted })
 				return
 			}
 			defer func() { <-sem }()
@@ -318,7 +316,7 @@ func (ex *execution) matrix(ctx context.Context) (*Outcome, error) {
 		}()
 	}
 	wg.Wait()
-	out.Status = StatusCompleted
+	out.Status = rundir.StatusCompleted
 	for _, ro := range out.Rows {
 		out.Trials += ro.Result.Trials
 		out.Scored += ro.Result.Scored
@@ -328,7 +326,7 @@ func (ex *execution) matrix(ctx context.Context) (*Outcome, error) {
 			out.Err = fmt.Errorf("row %s: %w", ro.Name, ro.Result.Err)
 		}
 	}
-	_ = md.UpdateManifest(func(m *Manifest) {
+	_ = md.UpdateManifest(func(m *rundir.Manifest) {
 		m.Status = out.Status
 		if out.Err != nil {
 			m.Error = out.Err.Error()
@@ -341,7 +339,7 @@ func (ex *execution) matrix(ctx context.Context) (*Outcome, error) {
 // checkFingerprint refuses, unless the resume is forced, to resume a matrix
 // whose configuration differs from the one it started with: the matrix's
 // own run.json and every checkpointed row must agree. It only reads.
-func (ex *execution) checkFingerprint(md *RunDir) error {
+func (ex *execution) checkFingerprint(md *rundir.Dir) error {
 	if ex.opts.ForceResume {
 		return nil
 	}
@@ -370,10 +368,10 @@ func (ex *execution) checkFingerprint(md *RunDir) error {
 // checkpointed rows already spent, and restores its wall clock, so a
 // resumed matrix keeps one budget. A row whose state cannot be trusted
 // stops the resume before any row runs.
-func (ex *execution) restoreMatrixLedger(md *RunDir) error {
+func (ex *execution) restoreMatrixLedger(md *rundir.Dir) error {
 	var elapsed time.Duration
 	for _, row := range ex.opts.Plan.Rows {
-		if _, err := os.Stat(filepath.Join(md.RowPath(row.Name), ManifestFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(md.RowPath(row.Name), rundir.ManifestFile)); err != nil {
 			continue // not created, or a crash during creation: it starts afresh
 		}
 		d, err := md.OpenRow(row.Name)
@@ -400,8 +398,8 @@ func (ex *execution) restoreMatrixLedger(md *RunDir) error {
 	return nil
 }
 
-func (ex *execution) openOrCreateRow(md *RunDir, row RowSpec) (*RunDir, error) {
-	if _, err := os.Stat(filepath.Join(md.RowPath(row.Name), ManifestFile)); err == nil {
+func (ex *execution) openOrCreateRow(md *rundir.Dir, row RowSpec) (*rundir.Dir, error) {
+	if _, err := os.Stat(filepath.Join(md.RowPath(row.Name), rundir.ManifestFile)); err == nil {
 		return md.OpenRow(row.Name)
 	}
 	// A row directory without run.json is the remains of a crash during
@@ -413,8 +411,8 @@ func (ex *execution) openOrCreateRow(md *RunDir, row RowSpec) (*RunDir, error) {
 }
 
 // worseStatus orders outcomes: interrupted > failed > budget > completed.
-func worseStatus(a, b string) string {
-	rank := map[string]int{StatusCompleted: 0, StatusBudgetExhausted: 1, StatusFailed: 2, StatusInterrupted: 3}
+func worseStatus(a, b rundir.Status) rundir.Status {
+	rank := map[rundir.Status]int{rundir.StatusCompleted: 0, rundir.StatusBudgetExhausted: 1, rundir.StatusFailed: 2, rundir.StatusInterrupted: 3}
 	if rank[b] > rank[a] {
 		return b
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 // Agents a trial can be run with.
@@ -53,15 +54,15 @@ func (r RowSpec) Label() string {
 // Plan is what a run or matrix will do, worked out before anything starts.
 // --dry-run prints it; the executor follows it.
 type Plan struct {
-	Kind       string    `json:"kind"` // run | matrix
-	Name       string    `json:"name"`
-	Rows       []RowSpec `json:"rows"`
-	Tasks      []string  `json:"tasks"`
-	TaskSet    string    `json:"task_set,omitempty"`
-	Iterations int       `json:"iterations"`
-	Seeds      []int64   `json:"seeds"`
-	Agent      string    `json:"agent"`
-	Offline    bool      `json:"offline"`
+	Kind       rundir.Kind `json:"kind"` // run | matrix
+	Name       string      `json:"name"`
+	Rows       []RowSpec   `json:"rows"`
+	Tasks      []string    `json:"tasks"`
+	TaskSet    string      `json:"task_set,omitempty"`
+	Iterations int         `json:"iterations"`
+	Seeds      []int64     `json:"seeds"`
+	Agent      string      `json:"agent"`
+	Offline    bool        `json:"offline"`
 	// Concurrency is how many trials run at once (-j).
 	Concurrency int `json:"concurrency"`
 	// Trials counts rows x tasks x iterations; validation trials of skill
@@ -130,24 +131,24 @@ type PlanOptions struct {
 // inputs (the design rules, the lab, the agent, prices under a dollar
 // budget) and touches nothing on disk except reading a resumed directory.
 func BuildRunPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
-	p := &Plan{Kind: KindRun, OutDir: o.OutDir}
-	var resumed *Manifest
+	p := &Plan{Kind: rundir.KindRun, OutDir: o.OutDir}
+	var resumed *rundir.Manifest
 	if o.Resume != "" {
-		d, err := OpenRunDir(o.Resume)
+		d, err := rundir.Open(o.Resume)
 		if err != nil {
 			return nil, err
 		}
 		m := d.Manifest()
-		if m.Kind != KindRun {
+		if m.Kind != rundir.KindRun {
 			return nil, fmt.Errorf("--resume %s: that is a %s directory; resume it with `harness %s --resume`", o.Resume, m.Kind, m.Kind)
 		}
 		cond, err := conditions.ParseCondition(m.Condition)
 		if err != nil {
-			return nil, fmt.Errorf("--resume %s: %s: %w", o.Resume, ManifestFile, err)
+			return nil, fmt.Errorf("--resume %s: %s: %w", o.Resume, rundir.ManifestFile, err)
 		}
 		pol, err := conditions.ParsePolicy(m.Policy)
 		if err != nil {
-			return nil, fmt.Errorf("--resume %s: %s: %w", o.Resume, ManifestFile, err)
+			return nil, fmt.Errorf("--resume %s: %s: %w", o.Resume, rundir.ManifestFile, err)
 		}
 		o.Condition, o.Policy, o.Preset, o.Lab = cond, pol, m.Preset, m.Lab
 		o.Seeds = []int64{m.Seed}
@@ -202,18 +203,18 @@ func BuildRunPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 // row checked against the design rules and the configuration. It touches
 // nothing on disk except reading a resumed directory.
 func BuildMatrixPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
-	p := &Plan{Kind: KindMatrix, OutDir: o.OutDir}
-	var resumed *RunDir
+	p := &Plan{Kind: rundir.KindMatrix, OutDir: o.OutDir}
+	var resumed *rundir.Dir
 	if o.Resume != "" {
-		d, err := OpenRunDir(o.Resume)
+		d, err := rundir.Open(o.Resume)
 		if err != nil {
 			return nil, err
 		}
 		m := d.Manifest()
-		if m.Kind != KindMatrix {
+		if m.Kind != rundir.KindMatrix {
 			return nil, fmt.Errorf("--resume %s: that is a %s directory; resume it with `harness %s --resume`", o.Resume, m.Kind, m.Kind)
 		}
-		mf, err := LoadMatrixFile(d.Join(MatrixPlanFile))
+		mf, err := LoadMatrixFile(d.Join(rundir.MatrixPlanFile))
 		if err != nil {
 			return nil, fmt.Errorf("--resume %s: %w", o.Resume, err)
 		}
@@ -243,7 +244,7 @@ func BuildMatrixPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 	if p.Name == "" {
 		p.Name = "matrix"
 	}
-	if err := CheckDirLabel(p.Name); err != nil {
+	if err := rundir.CheckLabel(p.Name); err != nil {
 		return nil, fmt.Errorf("matrix name: %w", err)
 	}
 	specs, err := expandRows(cfg, rows, p.Seeds)
@@ -373,10 +374,10 @@ func labName(cfg *config.Config, name string) (string, error) {
 }
 
 // resumeSkips describes what resuming a run or row with manifest m skips.
-func resumeSkips(what string, m Manifest, iterations int) []string {
+func resumeSkips(what string, m rundir.Manifest, iterations int) []string {
 	done := m.CompletedIterations
 	switch {
-	case m.Status == StatusCompleted && done >= iterations:
+	case m.Status == rundir.StatusCompleted && done >= iterations:
 		return []string{fmt.Sprintf("%s: completed (%d iterations); skipped", what, done)}
 	case done >= iterations:
 		return []string{fmt.Sprintf("%s: all %d iterations done; only its status is settled", what, done)}
@@ -536,10 +537,10 @@ func rowCalls(cfg *config.Config, lab config.Lab, r RowSpec, agent string, tasks
 
 // RunDirSpecFor is the directory spec of one row of the plan (the run
 // itself for a run plan). cfg, args and matrixID are what the row records.
-func (p *Plan) RunDirSpecFor(r RowSpec, cfg *config.Config, args []string, matrixID string) RunDirSpec {
-	spec := RunDirSpec{
-		Manifest: Manifest{
-			Kind: KindRun, Name: r.Name, MatrixID: matrixID,
+func (p *Plan) RunDirSpecFor(r RowSpec, cfg *config.Config, args []string, matrixID string) rundir.Spec {
+	spec := rundir.Spec{
+		Manifest: rundir.Manifest{
+			Kind: rundir.KindRun, Name: r.Name, MatrixID: matrixID,
 			Tasks: slices.Clone(p.Tasks), TaskSet: p.TaskSet, Iterations: p.Iterations,
 			Condition: string(r.Condition), Policy: r.Policy.String(), Preset: r.Preset,
 			Lab: r.Lab, Agent: p.Agent, Seed: r.Seed, Offline: p.Offline,
@@ -554,7 +555,7 @@ func (p *Plan) RunDirSpecFor(r RowSpec, cfg *config.Config, args []string, matri
 }
 
 // MatrixDirSpec is the directory spec of the matrix itself.
-func (p *Plan) MatrixDirSpec(cfg *config.Config, args []string) RunDirSpec {
+func (p *Plan) MatrixDirSpec(cfg *config.Config, args []string) rundir.Spec {
 	rows := make([]string, len(p.Rows))
 	for i, r := range p.Rows {
 		rows[i] = r.Name
@@ -563,9 +564,9 @@ func (p *Plan) MatrixDirSpec(cfg *config.Config, args []string) RunDirSpec {
 	if len(p.Seeds) > 0 {
 		seed = p.Seeds[0]
 	}
-	return RunDirSpec{
-		Manifest: Manifest{
-			Kind: KindMatrix, Name: p.Name, Rows: rows,
+	return rundir.Spec{
+		Manifest: rundir.Manifest{
+			Kind: rundir.KindMatrix, Name: p.Name, Rows: rows,
 			Tasks: slices.Clone(p.Tasks), TaskSet: p.TaskSet, Iterations: p.Iterations,
 			Agent: p.Agent, Seed: seed, Seeds: slices.Clone(p.Seeds), Offline: p.Offline,
 		},
@@ -577,7 +578,7 @@ func (p *Plan) MatrixDirSpec(cfg *config.Config, args []string) RunDirSpec {
 // OutBase is the directory a new run or matrix directory goes into.
 func (p *Plan) OutBase() string {
 	if p.OutDir == "" {
-		return filepath.Join("data", "experiments")
+		return filepath.FromSlash(rundir.DefaultRoot)
 	}
 	return p.OutDir
 }

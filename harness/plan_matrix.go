@@ -15,6 +15,7 @@ import (
 
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 // MatrixRow is one row of a matrix before it is expanded over seeds.
@@ -84,7 +85,7 @@ func expandRows(cfg *config.Config, rows []MatrixRow, seeds []int64) ([]RowSpec,
 			if len(rs) > 1 {
 				name = fmt.Sprintf("%s-seed%d", r.Name, s)
 			}
-			if err := CheckDirLabel(name); err != nil {
+			if err := rundir.CheckLabel(name); err != nil {
 				return nil, fmt.Errorf("matrix row name: %w", err)
 			}
 			if slices.ContainsFunc(out, func(o RowSpec) bool { return o.Name == name }) {
@@ -190,7 +191,7 @@ func ParseMatrixFile(data []byte, file string) (*MatrixFile, error) {
 
 	mf := &MatrixFile{Name: strings.TrimSpace(raw.Name)}
 	if mf.Name != "" {
-		if err := CheckDirLabel(mf.Name); err != nil {
+		if err := rundir.CheckLabel(mf.Name); err != nil {
 			return nil, fmt.Errorf("matrix file %s: name: %w", file, err)
 		}
 	}
@@ -249,7 +250,7 @@ func (rr rawMatrixRow) row() (MatrixRow, error) {
 			return r, errors.New(`needs a name (name = "...") when it uses a condition rather than a preset`)
 		}
 	}
-	if err := CheckDirLabel(r.Name); err != nil {
+	if err := rundir.CheckLabel(r.Name); err != nil {
 		return r, fmt.Errorf("name: %w", err)
 	}
 	if err := conditions.Validate(r.Condition, r.Policy); err != nil {

@@ -9,10 +9,32 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
+
+func rundirTestConfig(t *testing.T) *config.Config {
+	t.Helper()
+	cfg, err := config.Load("")
+	if err != nil {
+		t.Fatalf("load default config: %v", err)
+	}
+	return cfg
+}
+
+// rundirTestSpec is a run directory to resume plans from.
+func rundirTestSpec(cfg *config.Config) rundir.Spec {
+	return rundir.Spec{
+		Manifest: rundir.Manifest{Kind: rundir.KindRun, Condition: "learned_mediator", Policy: "all", Lab: "default",
+			Seed: 42, Tasks: []string{"a", "b"}, Iterations: 3},
+		Config: cfg,
+		Meta:   config.RunMeta{Args: []string{"run", "--tasks=a,b"}},
+		Now:    time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+	}
+}
 
 func TestBuildRunPlanDefaults(t *testing.T) {
 	cfg := rundirTestConfig(t)
@@ -24,7 +46,7 @@ func TestBuildRunPlanDefaults(t *testing.T) {
 	if len(p.Rows) != 1 || p.Rows[0] != want {
 		t.Errorf("rows = %+v, want [%+v]", p.Rows, want)
 	}
-	if p.Kind != KindRun || p.Iterations != cfg.Experiment.Iterations || p.Agent != AgentLab ||
+	if p.Kind != rundir.KindRun || p.Iterations != cfg.Experiment.Iterations || p.Agent != AgentLab ||
 		p.Concurrency != cfg.ExecutorRuntime.Concurrency || p.OutDir != "out" {
 		t.Errorf("plan = %+v", p)
 	}
@@ -192,7 +214,7 @@ func TestBuildMatrixPlanBaseline(t *testing.T) {
 			t.Errorf("row %d = %+v, want preset %+v", i, r, pr)
 		}
 	}
-	if p.Name != "baseline" || p.Kind != KindMatrix || p.Trials != 6*2*2 {
+	if p.Name != "baseline" || p.Kind != rundir.KindMatrix || p.Trials != 6*2*2 {
 		t.Errorf("plan %s (%s) with %d trials", p.Name, p.Kind, p.Trials)
 	}
 }
@@ -252,11 +274,11 @@ func TestResumeRunPlan(t *testing.T) {
 	spec := rundirTestSpec(cfg)
 	spec.Manifest.Condition, spec.Manifest.Policy, spec.Manifest.Preset = "static_mediator", "none", "static_mediator_same_task"
 	spec.Manifest.Iterations = 5
-	d, err := CreateRunDir(t.TempDir(), spec)
+	d, err := rundir.Create(t.TempDir(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.UpdateManifest(func(m *Manifest) { m.CompletedIterations = 3; m.Status = StatusInterrupted }); err != nil {
+	if err := d.UpdateManifest(func(m *rundir.Manifest) { m.CompletedIterations = 3; m.Status = rundir.StatusInterrupted }); err != nil {
 		t.Fatal(err)
 	}
 	p, err := BuildRunPlan(cfg, PlanOptions{Resume: d.Path})
@@ -285,23 +307,23 @@ func TestResumeMatrixPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := CreateRunDir(t.TempDir(), p.MatrixDirSpec(cfg, []string{"matrix"}))
+	md, err := rundir.Create(t.TempDir(), p.MatrixDirSpec(cfg, []string{"matrix"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := md.WriteFileFunc(MatrixPlanFile, p.WriteMatrixFile); err != nil {
+	if err := md.WriteFileFunc(rundir.MatrixPlanFile, p.WriteMatrixFile); err != nil {
 		t.Fatal(err)
 	}
-	done, err := CreateRunDir(md.Path, p.RunDirSpecFor(p.Rows[0], cfg, nil, md.ID))
+	done, err := rundir.Create(md.Path, p.RunDirSpecFor(p.Rows[0], cfg, nil, md.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
-	done.UpdateManifest(func(m *Manifest) { m.CompletedIterations = 4; m.Status = StatusCompleted })
-	half, err := CreateRunDir(md.Path, p.RunDirSpecFor(p.Rows[1], cfg, nil, md.ID))
+	done.UpdateManifest(func(m *rundir.Manifest) { m.CompletedIterations = 4; m.Status = rundir.StatusCompleted })
+	half, err := rundir.Create(md.Path, p.RunDirSpecFor(p.Rows[1], cfg, nil, md.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
-	half.UpdateManifest(func(m *Manifest) { m.CompletedIterations = 2 })
+	half.UpdateManifest(func(m *rundir.Manifest) { m.CompletedIterations = 2 })
 
 	rp, err := BuildMatrixPlan(cfg, PlanOptions{Resume: md.Path})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 const (
@@ -33,7 +34,7 @@ func TestResumeHelperProcess(t *testing.T) {
 	if dir == "" {
 		t.Skip("helper process for TestSIGKILLAndResume")
 	}
-	d, err := OpenRunDir(dir)
+	d, err := rundir.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestSIGKILLAndResume(t *testing.T) {
 		c.Experiment.AdvisorBufferMax = 3
 		c.Experiment.CoevoInterval = 2
 	})
-	d, err := CreateRunDir(t.TempDir(), RunDirSpec{Manifest: Manifest{Kind: KindRun, Condition: "learned_mediator",
+	d, err := rundir.Create(t.TempDir(), rundir.Spec{Manifest: rundir.Manifest{Kind: rundir.KindRun, Condition: "learned_mediator",
 		Policy: "all", Seed: 7, Iterations: resumeIters, Tasks: resumeTasks}, Config: cfg})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +94,7 @@ func TestSIGKILLAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatalf("final resume failed: %v\n%s", err, out)
 	}
-	rows, err := ReadMetrics(d.Path)
+	rows, err := rundir.ReadMetrics(d.Path)
 	if err != nil {
 		t.Fatalf("metrics unreadable after kills: %v", err)
 	}
@@ -120,8 +121,8 @@ func TestSIGKILLAndResume(t *testing.T) {
 		}
 		ids[e.ID] = true
 	}
-	reopened, _ := OpenRunDir(d.Path)
-	if s := reopened.Manifest().Status; s != StatusCompleted {
+	reopened, _ := rundir.Open(d.Path)
+	if s := reopened.Manifest().Status; s != rundir.StatusCompleted {
 		t.Errorf("status %q after the final resume", s)
 	}
 }
@@ -139,8 +140,8 @@ func TestCorruptStateIsMovedAsideNotTrusted(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := LoadState(tr.run.Dir.Path)
-	if st != nil || !errors.Is(err, ErrCorruptState) {
-		t.Fatalf("LoadState = %v, %v; want ErrCorruptState", st, err)
+	if st != nil || !errors.Is(err, rundir.ErrCorruptState) {
+		t.Fatalf("LoadState = %v, %v; want rundir.ErrCorruptState", st, err)
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Error("the corrupt state.json is still in place")

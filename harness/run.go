@@ -17,6 +17,7 @@ import (
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/internal/durable"
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/mediator"
@@ -41,7 +42,7 @@ type Run struct {
 	AgentKind  string
 	Offline    bool
 	MatrixID   string
-	Dir        *RunDir
+	Dir        *rundir.Dir
 	// Concurrency bounds the tasks of an iteration that run at once.
 	Concurrency int
 	// ForceResume continues even when the configuration changed.
@@ -66,7 +67,7 @@ type Run struct {
 	Events func(Event)
 
 	st          *State
-	history     *History
+	history     *rundir.History
 	rejected    *durable.Log
 	updates     *durable.Log
 	reflections *durable.Log
@@ -96,7 +97,7 @@ type Event struct {
 
 // Result sums up a finished (or stopped) run.
 type Result struct {
-	Status      string // completed | interrupted | budget_exhausted | failed
+	Status      rundir.Status // completed | interrupted | budget_exhausted | failed
 	Iterations  int
 	Trials      int
 	EnvFailures int
@@ -119,22 +120,22 @@ func (r *Run) Execute(ctx context.Context) (res Result) {
 	if err := r.open(); err != nil {
 		// A refused resume leaves the directory exactly as it was.
 		if !errors.Is(err, ErrConfigChanged) {
-			r.finish("failed", err)
+			r.finish(rundir.StatusFailed, err)
 		}
-		return Result{Status: "failed", Err: err}
+		return Result{Status: rundir.StatusFailed, Err: err}
 	}
 	defer r.close()
-	res.Status = "completed"
+	res.Status = rundir.StatusCompleted
 	// A resumed run reports the iterations done so far, not only this
 	// invocation's.
 	res.Iterations = r.st.CompletedIteration
 	for it := r.st.CompletedIteration + 1; it <= r.Iterations; it++ {
 		if err := ctx.Err(); err != nil {
-			res.Status, res.Err = "interrupted", ErrInterrupted
+			res.Status, res.Err = rundir.StatusInterrupted, ErrInterrupted
 			break
 		}
 		if err := r.Ledger.Check(); err != nil {
-			res.Status, res.Err = "budget_exhausted", err
+			res.Status, res.Err = rundir.StatusBudgetExhausted, err
 			break
 		}
 		counts, err := r.iteration(ctx, it)
@@ -145,23 +146,23 @@ func (r *Run) Execute(ctx context.Context) (res Result) {
 		if err != nil {
 			switch {
 			case ctx.Err() != nil:
-				res.Status, res.Err = "interrupted", ErrInterrupted
+				res.Status, res.Err = rundir.StatusInterrupted, ErrInterrupted
 			case errors.Is(err, llm.ErrBudgetExhausted):
-				res.Status, res.Err = "budget_exhausted", err
+				res.Status, res.Err = rundir.StatusBudgetExhausted, err
 			default:
-				res.Status, res.Err = "failed", err
+				res.Status, res.Err = rundir.StatusFailed, err
 			}
 			break
 		}
 	}
-	if res.Status != "completed" {
+	if res.Status != rundir.StatusCompleted {
 		// The stopped iteration is not checkpointed, but what it spent was spent.
 		if err := r.saveSpend(); err != nil {
 			res.Err = errors.Join(res.Err, err)
 		}
 	}
 	r.finish(res.Status, res.Err)
-	r.emit(Event{Kind: "run_done", Status: res.Status})
+	r.emit(Event{Kind: "run_done", Status: string(res.Status)})
 	return res
 }
 
@@ -169,7 +170,7 @@ type iterationCounts struct{ trials, envFailures, scored int }
 
 // taskOutcome is what one task contributed to an iteration.
 type taskOutcome struct {
-	row      MetricRow
+	row      rundir.MetricRow
 	proposal *mediator.Proposal
 	// warnings are the trial's trace warnings, as "task: message".
 	warnings []string
@@ -220,7 +221,7 @@ func (r *Run) iteration(ctx context.Context, it int) (iterationCounts, error) {
 	wg.Wait()
 
 	var counts iterationCounts
-	var rows []MetricRow
+	var rows []rundir.MetricRow
 	var proposals []mediator.Proposal
 	var warnings []string
 	// A budget stop and any other error both keep the iteration from being
@@ -282,7 +283,7 @@ func (r *Run) iteration(ctx context.Context, it int) (iterationCounts, error) {
 		rows[i].SkillUpdates = updates
 	}
 	spreadCoevo(rows, coevoUsage(coevoBefore, r.Ledger.ByCaller()))
-	if err := WriteMetricsPart(r.Dir.MetricsDir(), it, rows); err != nil {
+	if err := rundir.WriteMetricsPart(r.Dir.MetricsDir(), it, rows); err != nil {
 		return counts, err
 	}
 	r.mu.Lock()
@@ -362,7 +363,7 @@ func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task,
 
 	// 2. Trial. A job directory left by an attempt a crash cut short is
 	// cleared first, so its files never mix with this attempt's.
-	jobDir := filepath.Join(r.Dir.Path, "jobs", task.ID, fmt.Sprintf("%04d", it))
+	jobDir := r.Dir.Join(rundir.JobDir(task.ID, it))
 	if err := os.RemoveAll(jobDir); err != nil {
 		out.err = fmt.Errorf("clear job directory %s: %w", jobDir, err)
 		return out
@@ -382,7 +383,7 @@ func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task,
 	for _, w := range trace.Warnings {
 		out.warnings = append(out.warnings, task.ID+": "+w)
 	}
-	if err := durable.WriteJSON(filepath.Join(r.Dir.Path, "artifacts", "traces", task.ID, fmt.Sprintf("%04d.json", it)), trace); err != nil {
+	if err := durable.WriteJSON(r.Dir.Join(rundir.TracePath(task.ID, it)), trace); err != nil {
 		out.err = err
 		return out
 	}
@@ -400,7 +401,7 @@ func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task,
 		return out
 	}
 	if r.AgentKind == "lab" {
-		if err := r.history.Add(Entry{ID: r.entryID(it, task.ID, "plan"), Role: "planner", Kind: "plan",
+		if err := r.history.Add(rundir.Entry{ID: r.entryID(it, task.ID, "plan"), Role: "planner", Kind: "plan",
 			TaskID: task.ID, Iteration: it, Content: plan, SkillHash: hashes["planner"], TrialID: trialID}); err != nil {
 			out.err = err
 			return out
@@ -455,7 +456,7 @@ func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task,
 		withheld := rep.Withheld
 		row.ReportWithheld = &withheld
 		id := r.entryID(it, task.ID, "report")
-		rel := filepath.Join("artifacts", "reports", task.ID, fmt.Sprintf("%04d.json", it))
+		rel := rundir.ReportPath(task.ID, it)
 		if err := durable.WriteJSON(filepath.Join(r.Dir.Path, rel), map[string]any{
 			"entry_id": id, "task_id": task.ID, "iteration": it, "trial_id": trialID,
 			"withheld": rep.Withheld, "reason": rep.Reason, "abstraction_level": rep.AbstractionLevel,
@@ -464,7 +465,7 @@ func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task,
 			out.err = err
 			return out
 		}
-		if err := r.history.Add(Entry{ID: id, Role: "mediator", Kind: "report", TaskID: task.ID, Iteration: it,
+		if err := r.history.Add(rundir.Entry{ID: id, Role: "mediator", Kind: "report", TaskID: task.ID, Iteration: it,
 			Content: rep.Content, Path: rel, Withheld: rep.Withheld, SkillHash: hashes["mediator"], TrialID: trialID}); err != nil {
 			out.err = err
 			return out
@@ -499,7 +500,7 @@ func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task,
 		}
 		if ans.Propose {
 			id := r.entryID(it, task.ID, "proposal")
-			if err := r.history.Add(Entry{ID: id, Role: "planner", Kind: "proposal", TaskID: task.ID, Iteration: it,
+			if err := r.history.Add(rundir.Entry{ID: id, Role: "planner", Kind: "proposal", TaskID: task.ID, Iteration: it,
 				Content: ans.NewContent, SkillHash: hashes["planner"], TrialID: trialID}); err != nil {
 				out.err = err
 				return out
@@ -540,8 +541,8 @@ func (r *Run) entryID(it int, task, kind string) string {
 	return fmt.Sprintf("%s/i%04d/%s/%s", r.Spec.Name, it, task, kind)
 }
 
-func (r *Run) baseRow(it int, task, trialID, student string, hashes map[conditions.Role]string) MetricRow {
-	return MetricRow{
+func (r *Run) baseRow(it int, task, trialID, student string, hashes map[conditions.Role]string) rundir.MetricRow {
+	return rundir.MetricRow{
 		RunID: r.Dir.ID, MatrixID: r.MatrixID, Row: r.Spec.Name, BaselinePreset: r.Spec.Preset,
 		Condition: string(r.Spec.Condition), SkillUpdatePolicy: r.Spec.Policy.String(), Lab: r.Spec.Lab,
 		Agent: r.AgentKind, Seed: r.Spec.Seed, Offline: r.Offline, Iteration: int32(it), TaskID: task,
@@ -550,7 +551,7 @@ func (r *Run) baseRow(it int, task, trialID, student string, hashes map[conditio
 	}
 }
 
-func fillTraceColumns(row *MetricRow, t *executor.Trace) {
+func fillTraceColumns(row *rundir.MetricRow, t *executor.Trace) {
 	row.Status = string(t.Status)
 	row.EnvFailure = t.EnvFailure()
 	if t.Usable() {
@@ -570,7 +571,7 @@ func fillTraceColumns(row *MetricRow, t *executor.Trace) {
 // told apart by caller path only where paths differ; shared callers (the
 // planner) are attributed by difference, which is exact when the task's work
 // is the only work under that caller at the time and an upper bound otherwise.
-func (r *Run) finishRow(row MetricRow, before map[string]llm.Usage) MetricRow {
+func (r *Run) finishRow(row rundir.MetricRow, before map[string]llm.Usage) rundir.MetricRow {
 	after := r.Ledger.ByCaller()
 	for caller, u := range after {
 		b := before[caller]
@@ -607,7 +608,7 @@ func (r *Run) finishRow(row MetricRow, before map[string]llm.Usage) MetricRow {
 
 // ownsCaller reports whether a caller path belongs to this row's task. Every
 // per-task caller carries the trial id, so concurrent tasks never share one.
-func (r *Run) ownsCaller(caller string, row MetricRow) bool {
+func (r *Run) ownsCaller(caller string, row rundir.MetricRow) bool {
 	for _, seg := range strings.Split(caller, "/") {
 		if seg == row.TrialID {
 			return true
@@ -700,7 +701,7 @@ const noteSettle = 2 * time.Second
 // since the last iteration and returns every note picked up so far. An
 // empty or freshly modified file is left for a later iteration.
 func (r *Run) pickUpNotes(it int) ([]string, error) {
-	dir := filepath.Join(r.Dir.Path, "notes")
+	dir := r.Dir.Join(rundir.NotesDir)
 	ents, err := os.ReadDir(dir)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("read notes: %w", err)
@@ -731,8 +732,8 @@ func (r *Run) pickUpNotes(it int) ([]string, error) {
 		}
 		text := capText(strings.TrimSpace(string(data)), r.Config.Experiment.TaskOutputMaxChars)
 		id := fmt.Sprintf("%s/i%04d/note/%s", r.Spec.Name, it, e.Name())
-		if err := r.history.Add(Entry{ID: id, Role: "human", Kind: "note", Iteration: it, Content: text,
-			Path: filepath.Join("notes", e.Name())}); err != nil {
+		if err := r.history.Add(rundir.Entry{ID: id, Role: "human", Kind: "note", Iteration: it, Content: text,
+			Path: rundir.NotePath(e.Name())}); err != nil {
 			return nil, err
 		}
 		r.st.NotesSeen[e.Name()] = it
@@ -760,7 +761,7 @@ func coevoUsage(before, after map[string]llm.Usage) llm.Usage {
 // spreadCoevo splits an iteration's co-evolution spending evenly over its
 // rows, the remainder of the token counts going to the first row, so that
 // summing a column over the dataset gives the exact total.
-func spreadCoevo(rows []MetricRow, u llm.Usage) {
+func spreadCoevo(rows []rundir.MetricRow, u llm.Usage) {
 	n := int64(len(rows))
 	if n == 0 {
 		return

@@ -11,17 +11,10 @@ import (
 
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/internal/durable"
 	"github.com/mediated-coevo/harness/mediator"
 	"github.com/mediated-coevo/harness/skills"
-)
-
-// The append-only files of a run, relative to its directory.
-const (
-	historyFile     = "history/history.jsonl"
-	rejectedFile    = "history/rejected_proposals.jsonl"
-	updatesFile     = "history/skill_updates.jsonl"
-	reflectionsFile = "history/reflections.jsonl"
 )
 
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed^0x5DEECE66D)) }
@@ -33,7 +26,7 @@ var ErrConfigChanged = errors.New("the configuration changed since the run start
 // open prepares a fresh run or restores a resumed one to its last checkpoint.
 func (r *Run) open() error {
 	dir := r.Dir.Path
-	r.store = &skills.Store{Root: filepath.Join(dir, "skills")}
+	r.store = &skills.Store{Root: filepath.Join(dir, rundir.SkillsDir)}
 	fingerprint := config.Fingerprint(r.Config)
 	st, err := loadCheckpoint(r.Dir)
 	if err != nil {
@@ -46,7 +39,7 @@ func (r *Run) open() error {
 		st = newState(r.Dir.ID, r.Spec.Name, fingerprint)
 		// A fresh run starts from empty logs, even if an earlier attempt
 		// crashed before its first checkpoint.
-		for _, f := range []string{historyFile, rejectedFile, updatesFile, reflectionsFile} {
+		for _, f := range []string{rundir.HistoryFile, rundir.RejectedFile, rundir.SkillUpdatesFile, rundir.ReflectionsFile} {
 			if err := durable.TruncateLines(filepath.Join(dir, f), 0); err != nil {
 				return err
 			}
@@ -76,16 +69,16 @@ func (r *Run) open() error {
 		r.Ledger.Restore(st.Ledger)
 	}
 
-	if r.history, err = OpenHistory(filepath.Join(dir, historyFile)); err != nil {
+	if r.history, err = rundir.OpenHistory(filepath.Join(dir, rundir.HistoryFile)); err != nil {
 		return err
 	}
-	if r.rejected, err = durable.OpenLog(filepath.Join(dir, rejectedFile)); err != nil {
+	if r.rejected, err = durable.OpenLog(filepath.Join(dir, rundir.RejectedFile)); err != nil {
 		return err
 	}
-	if r.updates, err = durable.OpenLog(filepath.Join(dir, updatesFile)); err != nil {
+	if r.updates, err = durable.OpenLog(filepath.Join(dir, rundir.SkillUpdatesFile)); err != nil {
 		return err
 	}
-	if r.reflections, err = durable.OpenLog(filepath.Join(dir, reflectionsFile)); err != nil {
+	if r.reflections, err = durable.OpenLog(filepath.Join(dir, rundir.ReflectionsFile)); err != nil {
 		return err
 	}
 	if st.CompletedIteration == 0 {
@@ -104,8 +97,8 @@ func (r *Run) open() error {
 	r.advisor = &mediator.Advisor{Client: r.Clients.Get(conditions.RoleAdvisor), Caller: "coevo/advisor", Seed: seed}
 	r.reflector = &mediator.Reflector{Client: r.Clients.Get(conditions.RoleReflector), Caller: "coevo/reflector",
 		MinChangedWords: r.Config.Reflection.MinChangedWords, Seed: seed}
-	return r.Dir.UpdateManifest(func(m *Manifest) {
-		m.Status = StatusRunning
+	return r.Dir.UpdateManifest(func(m *rundir.Manifest) {
+		m.Status = rundir.StatusRunning
 		m.Error = ""
 		m.FinishedAt = nil
 		m.Iterations = r.Iterations
@@ -126,13 +119,13 @@ func short(s string) string {
 // back to the versions in use then, and removes metric parts written after it.
 func (r *Run) rewind(st *State) error {
 	dir := r.Dir.Path
-	for f, n := range map[string]int{historyFile: st.HistoryLines, rejectedFile: st.RejectedLines,
-		updatesFile: st.ProvenanceLines, reflectionsFile: st.ReflectionLines} {
+	for f, n := range map[string]int{rundir.HistoryFile: st.HistoryLines, rundir.RejectedFile: st.RejectedLines,
+		rundir.SkillUpdatesFile: st.ProvenanceLines, rundir.ReflectionsFile: st.ReflectionLines} {
 		if err := durable.TruncateLines(filepath.Join(dir, f), n); err != nil {
 			return err
 		}
 	}
-	snaps := filepath.Join(dir, "skills_snapshots")
+	snaps := filepath.Join(dir, rundir.SnapshotsDir)
 	current, err := r.store.Hashes()
 	if err != nil {
 		return err
@@ -145,10 +138,9 @@ func (r *Run) rewind(st *State) error {
 			return fmt.Errorf("restore %s skill %s: %w", role, short(want), err)
 		}
 	}
-	parts, _ := filepath.Glob(filepath.Join(r.Dir.MetricsDir(), "part-*.parquet"))
+	parts, _ := filepath.Glob(filepath.Join(r.Dir.MetricsDir(), rundir.MetricsPartPattern))
 	for _, p := range parts {
-		var it int
-		if _, err := fmt.Sscanf(filepath.Base(p), "part-%05d.parquet", &it); err == nil && it > st.CompletedIteration {
+		if it, ok := rundir.ParseMetricsPart(filepath.Base(p)); ok && it > st.CompletedIteration {
 			if err := os.Remove(p); err != nil {
 				return err
 			}
@@ -158,7 +150,7 @@ func (r *Run) rewind(st *State) error {
 }
 
 func (r *Run) snapshotAll() error {
-	snaps := filepath.Join(r.Dir.Path, "skills_snapshots")
+	snaps := filepath.Join(r.Dir.Path, rundir.SnapshotsDir)
 	for _, role := range []string{"executor", "planner", "mediator"} {
 		s, err := r.store.Read(conditions.Role(role))
 		if err != nil {
@@ -197,7 +189,7 @@ func (r *Run) checkpoint(it int) error {
 		r.st.CompletedIteration = prev
 		return err
 	}
-	return r.Dir.UpdateManifest(func(m *Manifest) {
+	return r.Dir.UpdateManifest(func(m *rundir.Manifest) {
 		m.CompletedIterations = it
 		m.Counts = maps.Clone(r.st.Counts)
 		m.TrialWarnings = maps.Clone(r.st.Warnings)
@@ -232,8 +224,8 @@ func (r *Run) saveSpend() error {
 	return nil
 }
 
-func (r *Run) finish(status string, cause error) {
-	_ = r.Dir.UpdateManifest(func(m *Manifest) {
+func (r *Run) finish(status rundir.Status, cause error) {
+	_ = r.Dir.UpdateManifest(func(m *rundir.Manifest) {
 		m.Status = status
 		if cause != nil {
 			m.Error = cause.Error()

@@ -17,6 +17,7 @@ import (
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/llm/llmtest"
 	"github.com/mediated-coevo/harness/skills"
@@ -80,7 +81,7 @@ type testRun struct {
 func newTestRun(t *testing.T, cond conditions.Condition, pol conditions.Policy, taskIDs []string, iterations int, tweak func(*config.Config)) *testRun {
 	t.Helper()
 	cfg := testConfig(t, tweak)
-	d, err := CreateRunDir(t.TempDir(), RunDirSpec{Manifest: Manifest{Kind: KindRun, Condition: string(cond),
+	d, err := rundir.Create(t.TempDir(), rundir.Spec{Manifest: rundir.Manifest{Kind: rundir.KindRun, Condition: string(cond),
 		Policy: pol.String(), Seed: 7, Iterations: iterations, Tasks: taskIDs}, Config: cfg})
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +105,7 @@ func testConfig(t *testing.T, tweak func(*config.Config)) *config.Config {
 	return cfg
 }
 
-func buildTestRun(cfg *config.Config, d *RunDir, cond conditions.Condition, pol conditions.Policy, taskIDs []string, iterations int) *testRun {
+func buildTestRun(cfg *config.Config, d *rundir.Dir, cond conditions.Condition, pol conditions.Policy, taskIDs []string, iterations int) *testRun {
 	spec := RowSpec{Name: "row", Condition: cond, Policy: pol, Lab: "default", Seed: 7}
 	var tasks []*benchmarks.Task
 	for _, id := range taskIDs {
@@ -144,9 +145,9 @@ func (tr *testRun) planPrompt(t *testing.T, task string, it int) string {
 	return ""
 }
 
-func historyEntries(t *testing.T, dir string) []Entry {
+func historyEntries(t *testing.T, dir string) []rundir.Entry {
 	t.Helper()
-	h, err := OpenHistory(filepath.Join(dir, historyFile))
+	h, err := rundir.OpenHistory(filepath.Join(dir, rundir.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +225,7 @@ func checkReportContext(t *testing.T, tr *testRun) {
 	entries := historyEntries(t, tr.run.Dir.Path)
 	for it := 2; it <= 3; it++ {
 		p := tr.planPrompt(t, "a", it)
-		var latest *Entry
+		var latest *rundir.Entry
 		for i := range entries {
 			e := &entries[i]
 			if e.Kind == "report" && e.TaskID == "a" && e.Iteration < it && !e.Withheld {
@@ -280,7 +281,7 @@ func TestEnvFailureHasNoRewardAndDropsPendingTags(t *testing.T) {
 	tr := newTestRun(t, conditions.LearnedMediator, conditions.PolicyNone, []string{"a", "b"}, 3, nil)
 	tr.trials.status["a/2"] = executor.StatusEnvFailure
 	tr.execute(t)
-	rows, err := ReadMetrics(tr.run.Dir.Path)
+	rows, err := rundir.ReadMetrics(tr.run.Dir.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +340,7 @@ func TestHumanNoteReachesPlannerFromNextIteration(t *testing.T) {
 func TestMetricsAreOneRowPerTaskPerIteration(t *testing.T) {
 	tr := newTestRun(t, conditions.FullTraces, conditions.PolicyNone, []string{"a", "b"}, 3, nil)
 	tr.execute(t)
-	rows, err := ReadMetrics(tr.run.Dir.Path)
+	rows, err := rundir.ReadMetrics(tr.run.Dir.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +364,7 @@ func TestMetricsAreOneRowPerTaskPerIteration(t *testing.T) {
 	if err := llm.DecodeJSON(string(data), &st); err != nil || st.CompletedIteration != 3 {
 		t.Errorf("state.json: completed %d, err %v", st.CompletedIteration, err)
 	}
-	if m := tr.run.Dir.Manifest(); m.Status != StatusCompleted {
+	if m := tr.run.Dir.Manifest(); m.Status != rundir.StatusCompleted {
 		t.Errorf("run.json status %q", m.Status)
 	}
 }
@@ -372,7 +373,7 @@ func (tr *testRun) runStore() *skills.Store {
 	return &skills.Store{Root: filepath.Join(tr.run.Dir.Path, "skills")}
 }
 
-func writeDefaultSkills(d *RunDir) error {
+func writeDefaultSkills(d *rundir.Dir) error {
 	return skills.WriteDefaults(filepath.Join(d.Path, "skills"))
 }
 
@@ -383,8 +384,8 @@ func TestTinyTokenBudgetStopsTheRunWithStateSaved(t *testing.T) {
 		tr.run.Clients.byRole[role].Ledger = tr.run.Ledger
 	}
 	res := tr.run.Execute(context.Background())
-	if res.Status != StatusBudgetExhausted {
-		t.Fatalf("status %q (err %v), want %s", res.Status, res.Err, StatusBudgetExhausted)
+	if res.Status != rundir.StatusBudgetExhausted {
+		t.Fatalf("status %q (err %v), want %s", res.Status, res.Err, rundir.StatusBudgetExhausted)
 	}
 	if !errors.Is(res.Err, llm.ErrBudgetExhausted) {
 		t.Errorf("error %v does not wrap ErrBudgetExhausted", res.Err)
@@ -396,7 +397,7 @@ func TestTinyTokenBudgetStopsTheRunWithStateSaved(t *testing.T) {
 	if err != nil || st == nil {
 		t.Fatalf("no state saved: %v", err)
 	}
-	if m := tr.run.Dir.Manifest(); m.Status != StatusBudgetExhausted {
+	if m := tr.run.Dir.Manifest(); m.Status != rundir.StatusBudgetExhausted {
 		t.Errorf("run.json status %q", m.Status)
 	}
 	if st.Ledger.Total.Tokens() < 3000 {
@@ -429,10 +430,10 @@ func TestModelFailuresFailTheWorkNotTheRun(t *testing.T) {
 				cl.Provider = failingProvider{Provider: cl.Provider, kind: kind}
 			}
 			res := tr.run.Execute(context.Background())
-			if res.Status != StatusCompleted || res.Iterations != 4 {
+			if res.Status != rundir.StatusCompleted || res.Iterations != 4 {
 				t.Fatalf("run ended %s after %d iterations (%v); want completed after 4", res.Status, res.Iterations, res.Err)
 			}
-			rows, err := ReadMetrics(tr.run.Dir.Path)
+			rows, err := rundir.ReadMetrics(tr.run.Dir.Path)
 			if err != nil || len(rows) != 8 {
 				t.Fatalf("%d metric rows (%v), want 8", len(rows), err)
 			}
@@ -476,7 +477,7 @@ func TestResumeRefusesAChangedConfiguration(t *testing.T) {
 	if !errors.Is(res.Err, ErrConfigChanged) || !strings.Contains(res.Err.Error(), "--force") {
 		t.Fatalf("resume with a changed configuration: %v; want a refusal that mentions --force", res.Err)
 	}
-	if m, _ := OpenRunDir(tr.run.Dir.Path); m.Manifest().Status != StatusCompleted {
+	if m, _ := rundir.Open(tr.run.Dir.Path); m.Manifest().Status != rundir.StatusCompleted {
 		t.Errorf("a refused resume changed run.json to %q", m.Manifest().Status)
 	}
 	forced := buildTestRun(changed, tr.run.Dir, conditions.NoFeedback, conditions.PolicyNone, []string{"a"}, 3)
@@ -488,7 +489,7 @@ func TestResumeRefusesAChangedConfiguration(t *testing.T) {
 		t.Errorf("the forced resume ran %d trials, want only iteration 3's", got)
 	}
 	// The records say which configuration ran from which iteration on.
-	d, err := OpenRunDir(tr.run.Dir.Path)
+	d, err := rundir.Open(tr.run.Dir.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,7 +536,7 @@ func TestTrialWarningsAreCountedInTheManifest(t *testing.T) {
 	tr := newTestRun(t, conditions.NoFeedback, conditions.PolicyNone, []string{"a", "b"}, 3, nil)
 	tr.trials.warnings = map[string][]string{"a": {"storage_mb = 10 is not enforced"}}
 	tr.execute(t)
-	d, err := OpenRunDir(tr.run.Dir.Path)
+	d, err := rundir.Open(tr.run.Dir.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,7 +544,7 @@ func TestTrialWarningsAreCountedInTheManifest(t *testing.T) {
 	if got := d.Manifest().TrialWarnings; !maps.Equal(got, want) {
 		t.Errorf("run.json trial_warnings = %v, want %v", got, want)
 	}
-	rows, err := ReadMetrics(tr.run.Dir.Path)
+	rows, err := rundir.ReadMetrics(tr.run.Dir.Path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/llm"
 )
 
@@ -106,21 +107,21 @@ func TestUntrustedStateRefusesEveryResume(t *testing.T) {
 			tr := newTestRun(t, conditions.LearnedMediator, conditions.PolicyNone, []string{"a"}, 2, nil)
 			tr.execute(t)
 			dir := tr.run.Dir.Path
-			history := readFile(t, filepath.Join(dir, historyFile))
+			history := readFile(t, filepath.Join(dir, rundir.HistoryFile))
 			if err := tt.spoil(dir); err != nil {
 				t.Fatal(err)
 			}
 			for attempt := 1; attempt <= 2; attempt++ {
 				again := buildTestRun(tr.run.Config, tr.run.Dir, conditions.LearnedMediator, conditions.PolicyNone, []string{"a"}, 3)
 				res := again.run.Execute(context.Background())
-				if !errors.Is(res.Err, ErrCorruptState) || !strings.Contains(res.Err.Error(), "start a new run") {
+				if !errors.Is(res.Err, rundir.ErrCorruptState) || !strings.Contains(res.Err.Error(), "start a new run") {
 					t.Fatalf("resume %d: %v; want a refusal that says how to recover", attempt, res.Err)
 				}
 				if n := len(again.trials.specs); n != 0 {
 					t.Errorf("resume %d ran %d trials", attempt, n)
 				}
 			}
-			if got := readFile(t, filepath.Join(dir, historyFile)); !bytes.Equal(got, history) {
+			if got := readFile(t, filepath.Join(dir, rundir.HistoryFile)); !bytes.Equal(got, history) {
 				t.Errorf("history changed:\n%s\nwas\n%s", got, history)
 			}
 			if n := countParts(dir); n != 2 {
@@ -137,11 +138,11 @@ func TestMatrixResumeStopsOnAnUntrustedRowState(t *testing.T) {
 	rowDir := out.Rows[0].Dir
 	// An interrupted matrix: neither row is completed.
 	for _, ro := range out.Rows {
-		d, err := OpenRunDir(ro.Dir)
+		d, err := rundir.Open(ro.Dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d.UpdateManifest(func(m *Manifest) { m.Status = StatusInterrupted })
+		d.UpdateManifest(func(m *rundir.Manifest) { m.Status = rundir.StatusInterrupted })
 	}
 	if err := os.WriteFile(filepath.Join(rowDir, "state.json"), []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
@@ -149,8 +150,8 @@ func TestMatrixResumeStopsOnAnUntrustedRowState(t *testing.T) {
 	for attempt := 1; attempt <= 2; attempt++ {
 		ex, ft := testMatrix(t, cfg, PlanOptions{Resume: out.Dir, Iterations: 2, Concurrency: 2}, false)
 		_, err := ex.matrix(context.Background())
-		if !errors.Is(err, ErrCorruptState) {
-			t.Fatalf("resume %d: %v; want ErrCorruptState", attempt, err)
+		if !errors.Is(err, rundir.ErrCorruptState) {
+			t.Fatalf("resume %d: %v; want rundir.ErrCorruptState", attempt, err)
 		}
 		if n := len(ft.specs); n != 0 {
 			t.Errorf("resume %d ran %d trials", attempt, n)
@@ -169,7 +170,7 @@ func TestMatrixResumeRefusesAChangedConfigurationBeforeAnyRow(t *testing.T) {
 	if err := os.RemoveAll(out.Rows[1].Dir); err != nil {
 		t.Fatal(err)
 	}
-	manifest := readFile(t, filepath.Join(out.Dir, ManifestFile))
+	manifest := readFile(t, filepath.Join(out.Dir, rundir.ManifestFile))
 
 	changed := testConfig(t, func(c *config.Config) { c.Experiment.RewardMode = "binary" })
 	ex, ft := testMatrix(t, changed, PlanOptions{Resume: out.Dir, Concurrency: 2}, false)
@@ -183,7 +184,7 @@ func TestMatrixResumeRefusesAChangedConfigurationBeforeAnyRow(t *testing.T) {
 	if _, err := os.Stat(out.Rows[1].Dir); !os.IsNotExist(err) {
 		t.Errorf("the refused resume created row %s", out.Rows[1].Name)
 	}
-	if got := readFile(t, filepath.Join(out.Dir, ManifestFile)); !bytes.Equal(got, manifest) {
+	if got := readFile(t, filepath.Join(out.Dir, rundir.ManifestFile)); !bytes.Equal(got, manifest) {
 		t.Errorf("the refused resume rewrote the matrix run.json:\n%s", got)
 	}
 
@@ -191,7 +192,7 @@ func TestMatrixResumeRefusesAChangedConfigurationBeforeAnyRow(t *testing.T) {
 	if res, err := forced.matrix(context.Background()); err != nil || res.Err != nil || len(ft.specs) != 1 {
 		t.Errorf("forced resume: %v, %+v, %d trials; want the missing row's one trial", err, res, len(ft.specs))
 	}
-	md, err := OpenRunDir(out.Dir)
+	md, err := rundir.Open(out.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,10 +217,10 @@ func TestMatrixResumeExtendsCompletedRows(t *testing.T) {
 		t.Fatalf("extended resume: %v, %+v", err, res)
 	}
 	for _, ro := range res.Rows {
-		if ro.Status != StatusCompleted || ro.Result.Iterations != 2 {
+		if ro.Status != rundir.StatusCompleted || ro.Result.Iterations != 2 {
 			t.Errorf("row %s: %s after %d iterations, want completed after 2", ro.Name, ro.Status, ro.Result.Iterations)
 		}
-		d, _ := OpenRunDir(ro.Dir)
+		d, _ := rundir.Open(ro.Dir)
 		if m := d.Manifest(); m.Iterations != 2 || m.CompletedIterations != 2 {
 			t.Errorf("row %s run.json: iterations %d, completed %d; want 2 and 2", ro.Name, m.Iterations, m.CompletedIterations)
 		}
@@ -227,7 +228,7 @@ func TestMatrixResumeExtendsCompletedRows(t *testing.T) {
 	if n := len(ft.specs); n != 4 {
 		t.Errorf("%d trials, want iteration 2 of 2 tasks in 2 rows", n)
 	}
-	md, _ := OpenRunDir(out.Dir)
+	md, _ := rundir.Open(out.Dir)
 	if m := md.Manifest(); m.Iterations != 2 {
 		t.Errorf("matrix run.json iterations %d, want the extended 2", m.Iterations)
 	}
@@ -249,7 +250,7 @@ func TestMatrixResumeKeepsTheWallClock(t *testing.T) {
 		rows += mustLoadState(t, ro.Dir).Ledger.Elapsed
 	}
 	again, _ := testMatrix(t, cfg, PlanOptions{Resume: out.Dir, Concurrency: 1}, false)
-	md, _ := OpenRunDir(out.Dir)
+	md, _ := rundir.Open(out.Dir)
 	if err := again.restoreMatrixLedger(md); err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +286,7 @@ func TestBudgetStopRerunsTheIterationOnResume(t *testing.T) {
 			tr := newTestRun(t, conditions.LearnedMediator, conditions.Policy{Executor: true}, []string{"a", "b"}, 3, tweak)
 			tt.setup(tr)
 			res := tr.run.Execute(context.Background())
-			if res.Status != StatusBudgetExhausted {
+			if res.Status != rundir.StatusBudgetExhausted {
 				t.Fatalf("status %s (%v), want a budget stop", res.Status, res.Err)
 			}
 			// The offline Planner's proposals fill the buffer of 4 in
@@ -298,10 +299,10 @@ func TestBudgetStopRerunsTheIterationOnResume(t *testing.T) {
 			}
 
 			again := buildTestRun(tr.run.Config, tr.run.Dir, conditions.LearnedMediator, conditions.Policy{Executor: true}, []string{"a", "b"}, 3)
-			if res := again.execute(t); res.Status != StatusCompleted || res.Iterations != 3 {
+			if res := again.execute(t); res.Status != rundir.StatusCompleted || res.Iterations != 3 {
 				t.Fatalf("resume: %+v", res)
 			}
-			rows, err := ReadMetrics(tr.run.Dir.Path)
+			rows, err := rundir.ReadMetrics(tr.run.Dir.Path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -346,7 +347,7 @@ func TestPlannerFailureDropsPendingEntries(t *testing.T) {
 			tr.run.Execute(context.Background())
 			dir := tr.run.Dir.Path
 			var dropped bool
-			for _, rec := range readJSONL[historyRecord](t, filepath.Join(dir, historyFile)) {
+			for _, rec := range readJSONL[rundir.HistoryRecord](t, filepath.Join(dir, rundir.HistoryFile)) {
 				dropped = dropped || (rec.Type == "drop" && rec.TaskID == "a" && rec.Iteration == 2 && rec.Status == tt.status && len(rec.IDs) > 0)
 			}
 			if !dropped {
@@ -370,7 +371,7 @@ func TestInterruptSavesTheSpend(t *testing.T) {
 			cancel()
 		}
 	}
-	if res := tr.run.Execute(ctx); res.Status != StatusInterrupted {
+	if res := tr.run.Execute(ctx); res.Status != rundir.StatusInterrupted {
 		t.Fatalf("status %s (%v), want interrupted", res.Status, res.Err)
 	}
 	st := mustLoadState(t, tr.run.Dir.Path)
@@ -430,7 +431,7 @@ func TestErrorBesideABudgetStopFailsTheIteration(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := tr.run.Execute(context.Background())
-	if res.Status != StatusFailed {
+	if res.Status != rundir.StatusFailed {
 		t.Errorf("status %s (%v), want failed", res.Status, res.Err)
 	}
 	if st := mustLoadState(t, tr.run.Dir.Path); st.CompletedIteration != 0 || countParts(tr.run.Dir.Path) != 0 {

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 // syntheticRun writes one run directory of tasks x iterations metric rows,
@@ -16,21 +16,21 @@ import (
 // update every fifth iteration.
 func syntheticRun(b *testing.B, dir, row string, seed int64, tasks, iterations int) {
 	b.Helper()
-	writeManifest(b, dir, harness.Manifest{Kind: harness.KindRun, Status: harness.StatusCompleted, Condition: "learned_mediator",
+	writeManifest(b, dir, rundir.Manifest{Kind: rundir.KindRun, Status: rundir.StatusCompleted, Condition: "learned_mediator",
 		Seed: seed, Iterations: iterations, CompletedIterations: iterations})
 	mdir := filepath.Join(dir, "metrics")
 	if err := os.MkdirAll(mdir, 0o755); err != nil {
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(uint64(seed), uint64(len(row))))
-	rows := make([]harness.MetricRow, tasks)
+	rows := make([]rundir.MetricRow, tasks)
 	for it := 1; it <= iterations; it++ {
-		var updates []harness.SkillUpdate
+		var updates []rundir.SkillUpdate
 		if it%5 == 0 {
-			updates = []harness.SkillUpdate{{Role: "executor", ProvenanceID: fmt.Sprintf("executor/b-%04d", it), OldHash: "old", NewHash: "new"}}
+			updates = []rundir.SkillUpdate{{Role: "executor", ProvenanceID: fmt.Sprintf("executor/b-%04d", it), OldHash: "old", NewHash: "new"}}
 		}
 		for t := range rows {
-			r := harness.MetricRow{
+			r := rundir.MetricRow{
 				RunID: filepath.Base(dir), Row: row, Condition: "learned_mediator", SkillUpdatePolicy: "all", Lab: "default",
 				Seed: seed, Iteration: int32(it), TaskID: fmt.Sprintf("task-%03d", t), TrialID: fmt.Sprintf("%s/%d/%d", row, it, t),
 				Status: "scored", PlannerInputTokens: 1200, PlannerOutputTokens: 300, PlannerCostUSD: 0.01,
@@ -46,7 +46,7 @@ func syntheticRun(b *testing.B, dir, row string, seed int64, tasks, iterations i
 			}
 			rows[t] = r
 		}
-		if err := harness.WriteMetricsPart(mdir, it, rows); err != nil {
+		if err := rundir.WriteMetricsPart(mdir, it, rows); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -76,7 +76,7 @@ func BenchmarkCompare100k(b *testing.B) {
 		plan = append(plan, name)
 		syntheticRun(b, filepath.Join(dir, name), name, 42, 100, 100)
 	}
-	writeManifest(b, dir, harness.Manifest{Kind: harness.KindMatrix, Status: harness.StatusCompleted, Rows: plan, Iterations: 100})
+	writeManifest(b, dir, rundir.Manifest{Kind: rundir.KindMatrix, Status: rundir.StatusCompleted, Rows: plan, Iterations: 100})
 	b.ReportAllocs()
 	defer reportCPU(b)()
 	for b.Loop() {

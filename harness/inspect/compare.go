@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/harness/stats"
 )
 
@@ -77,10 +77,10 @@ func (o CompareOptions) withDefaults() CompareOptions {
 
 // Comparison compares the rows of a matrix (or the single row of a run).
 type Comparison struct {
-	ID     string `json:"id"`
-	Path   string `json:"path"`
-	Kind   string `json:"kind"`
-	Status string `json:"status"`
+	ID     string        `json:"id"`
+	Path   string        `json:"path"`
+	Kind   rundir.Kind   `json:"kind"`
+	Status rundir.Status `json:"status"`
 	// Baseline is the row every paired difference is taken against, and
 	// BaselineReason why that row: "no_feedback row", "first row (no
 	// no_feedback row)" or "chosen".
@@ -245,7 +245,7 @@ func Compare(dir string, opts CompareOptions) (*Comparison, error) {
 	return compareRows(m, dir, rows, opts)
 }
 
-func compareRows(m harness.Manifest, dir string, rows map[string]*rowAgg, opts CompareOptions) (*Comparison, error) {
+func compareRows(m rundir.Manifest, dir string, rows map[string]*rowAgg, opts CompareOptions) (*Comparison, error) {
 	cmp := &Comparison{
 		ID: m.ID, Path: dir, Kind: m.Kind, Status: m.Status,
 		Level: opts.Level, Resamples: opts.Resamples, BootstrapSeed: opts.Seed,

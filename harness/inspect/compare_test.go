@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 // The hand-computed fixture: three rows x three tasks x two iterations.
@@ -30,7 +30,7 @@ func compareFixture(t *testing.T) string {
 		scored(1, "a", 0.5), scored(2, "a", 0.5),
 		trial{1, "b", "env_failure", ptr(0.0)}, scored(2, "b", 1),
 		scored(1, "c", 1), scored(2, "c", 0), trial{2, "c", "agent_error", nil})
-	writeMatrix(t, dir, []string{"full_coevolution", "no_feedback", "static_mediator"}, map[string][]harness.MetricRow{
+	writeMatrix(t, dir, []string{"full_coevolution", "no_feedback", "static_mediator"}, map[string][]rundir.MetricRow{
 		"no_feedback": rowsOf("m/no_feedback", "no_feedback", "no_feedback", "none", 42,
 			scored(1, "a", 1), scored(2, "a", 0), scored(1, "b", 0), scored(2, "b", 0), scored(1, "c", 1), scored(2, "c", 1)),
 		"full_coevolution": rowsOf("m/full_coevolution", "full_coevolution", "learned_mediator", "executor,planner,mediator", 42,
@@ -148,7 +148,7 @@ func TestComparePassAtK(t *testing.T) {
 	//    success, 1-1e-12 is one) -> pass@2 = 1 - C(1,2)/C(2,2) = 1, pass^2 = 0
 	// averages over tasks: 11/12 and 1/12.
 	dir := filepath.Join(t.TempDir(), "20250301T120000Z-7-full_coevolution")
-	writeManifest(t, dir, harness.Manifest{Kind: harness.KindRun, Status: harness.StatusCompleted,
+	writeManifest(t, dir, rundir.Manifest{Kind: rundir.KindRun, Status: rundir.StatusCompleted,
 		Condition: "learned_mediator", Iterations: 4, CompletedIterations: 4, Tasks: []string{"x", "y"}})
 	writeMetrics(t, dir, rowsOf("r", "full_coevolution", "learned_mediator", "all", 7,
 		scored(1, "x", 1), scored(2, "x", 0), scored(3, "x", 1), scored(4, "x", 0),
@@ -273,7 +273,7 @@ func TestComparePassKUsesOneKForAllRows(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "m-matrix")
-			writeMatrix(t, dir, []string{"no_feedback", "full"}, map[string][]harness.MetricRow{
+			writeMatrix(t, dir, []string{"no_feedback", "full"}, map[string][]rundir.MetricRow{
 				"no_feedback": rowsOf("nf", "no_feedback", "no_feedback", "none", 1, tc.nf...),
 				"full":        rowsOf("f", "full", "learned_mediator", "all", 1, tc.full...),
 			})
@@ -409,7 +409,7 @@ func TestComparePassKOverTasksCommonToEveryRow(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "m-matrix")
-			writeMatrix(t, dir, []string{"no_feedback", "full"}, map[string][]harness.MetricRow{
+			writeMatrix(t, dir, []string{"no_feedback", "full"}, map[string][]rundir.MetricRow{
 				"no_feedback": rowsOf("nf", "no_feedback", "no_feedback", "none", 1, tc.nf...),
 				"full":        rowsOf("f", "full", "learned_mediator", "all", 1, tc.full...),
 			})
@@ -497,7 +497,7 @@ func TestComparePoolsSeedsOfARow(t *testing.T) {
 	// One row run with seeds 1 and 2 (directories full-seed1, full-seed2)
 	// pools per task: a gets trials 1 and 0 -> mean 0.5, k = 2.
 	dir := filepath.Join(t.TempDir(), "m-matrix")
-	writeMatrix(t, dir, []string{"full-seed1", "full-seed2", "no_feedback"}, map[string][]harness.MetricRow{
+	writeMatrix(t, dir, []string{"full-seed1", "full-seed2", "no_feedback"}, map[string][]rundir.MetricRow{
 		"full-seed1":  rowsOf("s1", "full-seed1", "learned_mediator", "all", 1, scored(1, "a", 1)),
 		"full-seed2":  rowsOf("s2", "full-seed2", "learned_mediator", "all", 2, scored(1, "a", 0)),
 		"no_feedback": rowsOf("nf", "no_feedback", "no_feedback", "none", 1, scored(1, "a", 0)),
@@ -520,7 +520,7 @@ func TestComparePoolsSeedsOfARow(t *testing.T) {
 func TestCompareWarnsWhenOneTaskDominates(t *testing.T) {
 	// Only task a ever succeeds: the whole result rests on it.
 	dir := filepath.Join(t.TempDir(), "m-matrix")
-	writeMatrix(t, dir, []string{"no_feedback"}, map[string][]harness.MetricRow{
+	writeMatrix(t, dir, []string{"no_feedback"}, map[string][]rundir.MetricRow{
 		"no_feedback": rowsOf("nf", "no_feedback", "no_feedback", "none", 1,
 			scored(1, "a", 1), scored(2, "a", 1), scored(1, "b", 0), scored(2, "b", 0), scored(1, "c", 0), scored(2, "c", 0)),
 	})
@@ -691,7 +691,7 @@ func TestCompareDiffOverOneSharedTask(t *testing.T) {
 		}
 		full = append(full, scored(it, "a", r), scored(it, "b", 1), scored(it, "c", 1))
 	}
-	writeMatrix(t, dir, []string{"no_feedback", "full"}, map[string][]harness.MetricRow{
+	writeMatrix(t, dir, []string{"no_feedback", "full"}, map[string][]rundir.MetricRow{
 		"no_feedback": rowsOf("nf", "no_feedback", "no_feedback", "none", 1, nf...),
 		"full":        rowsOf("f", "full", "learned_mediator", "all", 1, full...),
 	})

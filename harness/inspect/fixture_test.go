@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 // Helpers that lay out run and matrix directories the way the harness
@@ -18,7 +18,7 @@ func ptr[T any](v T) *T { return &v }
 
 var fixtureTime = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func writeManifest(t testing.TB, dir string, m harness.Manifest) {
+func writeManifest(t testing.TB, dir string, m rundir.Manifest) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -39,15 +39,15 @@ func writeManifest(t testing.TB, dir string, m harness.Manifest) {
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, harness.ManifestFile)); err != nil {
+	if err := os.Rename(tmp, filepath.Join(dir, rundir.ManifestFile)); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // writeMetrics writes rows as one Parquet part per iteration.
-func writeMetrics(t testing.TB, dir string, rows []harness.MetricRow) {
+func writeMetrics(t testing.TB, dir string, rows []rundir.MetricRow) {
 	t.Helper()
-	byIter := map[int][]harness.MetricRow{}
+	byIter := map[int][]rundir.MetricRow{}
 	for _, r := range rows {
 		byIter[int(r.Iteration)] = append(byIter[int(r.Iteration)], r)
 	}
@@ -61,7 +61,7 @@ func writeMetrics(t testing.TB, dir string, rows []harness.MetricRow) {
 		t.Fatal(err)
 	}
 	for _, it := range its {
-		if err := harness.WriteMetricsPart(mdir, it, byIter[it]); err != nil {
+		if err := rundir.WriteMetricsPart(mdir, it, byIter[it]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -93,10 +93,10 @@ type trial struct {
 
 func scored(it int, task string, r float64) trial { return trial{it, task, "scored", &r} }
 
-func rowsOf(runID, row, condition, policy string, seed int64, trials ...trial) []harness.MetricRow {
-	out := make([]harness.MetricRow, 0, len(trials))
+func rowsOf(runID, row, condition, policy string, seed int64, trials ...trial) []rundir.MetricRow {
+	out := make([]rundir.MetricRow, 0, len(trials))
 	for _, tr := range trials {
-		m := harness.MetricRow{
+		m := rundir.MetricRow{
 			RunID: runID, Row: row, Condition: condition, SkillUpdatePolicy: policy, Lab: "default",
 			Seed: seed, Iteration: int32(tr.iteration), TaskID: tr.task, Status: tr.status, Reward: tr.reward,
 			EnvFailure: tr.status == "env_failure",
@@ -108,14 +108,14 @@ func rowsOf(runID, row, condition, policy string, seed int64, trials ...trial) [
 
 // writeMatrix creates a matrix directory whose rows are the given runs
 // (row directory name -> metric rows), in the given plan order.
-func writeMatrix(t testing.TB, dir string, plan []string, runs map[string][]harness.MetricRow) {
+func writeMatrix(t testing.TB, dir string, plan []string, runs map[string][]rundir.MetricRow) {
 	t.Helper()
-	writeManifest(t, dir, harness.Manifest{Kind: harness.KindMatrix, Name: "fixture", Status: harness.StatusCompleted,
+	writeManifest(t, dir, rundir.Manifest{Kind: rundir.KindMatrix, Name: "fixture", Status: rundir.StatusCompleted,
 		Rows: plan, Tasks: []string{"a", "b", "c"}, Iterations: 2})
 	for _, name := range plan {
 		rows := runs[name]
 		rd := filepath.Join(dir, name)
-		m := harness.Manifest{Kind: harness.KindRun, Name: name, Status: harness.StatusCompleted,
+		m := rundir.Manifest{Kind: rundir.KindRun, Name: name, Status: rundir.StatusCompleted,
 			MatrixID: filepath.Base(dir), Tasks: []string{"a", "b", "c"}, Iterations: 2, CompletedIterations: 2}
 		if len(rows) > 0 {
 			m.Condition, m.Policy, m.Seed = rows[0].Condition, rows[0].SkillUpdatePolicy, rows[0].Seed

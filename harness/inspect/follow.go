@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/harness/stats"
 )
 
@@ -49,7 +49,7 @@ func Follow(ctx context.Context, dir string, w io.Writer, interval time.Duration
 		if err := f.poll(); err != nil {
 			return err
 		}
-		if f.status != harness.StatusRunning {
+		if f.status != rundir.StatusRunning {
 			fmt.Fprintf(w, "%s %s ended: %s\n", f.kind, m.ID, f.status)
 			return nil
 		}
@@ -64,8 +64,8 @@ func Follow(ctx context.Context, dir string, w io.Writer, interval time.Duration
 type follower struct {
 	w      io.Writer
 	dir    string
-	kind   string
-	status string
+	kind   rundir.Kind
+	status rundir.Status
 	runs   map[string]*runTail
 	order  []string
 }
@@ -73,8 +73,8 @@ type follower struct {
 // discover adds runs to follow: the directory itself, or a matrix's rows.
 // Rows present at the start skip their existing records; rows that appear
 // later are read from their beginning.
-func (f *follower) discover(m harness.Manifest, atStart bool) error {
-	if m.Kind != harness.KindMatrix {
+func (f *follower) discover(m rundir.Manifest, atStart bool) error {
+	if m.Kind != rundir.KindMatrix {
 		if _, ok := f.runs[f.dir]; !ok {
 			f.add(f.dir, "", atStart)
 		}
@@ -88,7 +88,7 @@ func (f *follower) discover(m harness.Manifest, atStart bool) error {
 		if _, ok := f.runs[d]; ok {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(d, harness.ManifestFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(d, rundir.ManifestFile)); err != nil {
 			continue // planned, not started
 		}
 		f.add(d, "["+filepath.Base(d)+"] ", atStart)
@@ -98,7 +98,7 @@ func (f *follower) discover(m harness.Manifest, atStart bool) error {
 
 func (f *follower) add(dir, prefix string, atStart bool) {
 	rt := &runTail{dir: dir, prefix: prefix, parts: map[string]stamp{}}
-	for _, name := range []string{historyFile, updatesFile, rejectedFile, reflectionsFile} {
+	for _, name := range []string{rundir.HistoryFile, rundir.SkillUpdatesFile, rundir.RejectedFile, rundir.ReflectionsFile} {
 		t := &tailFile{path: filepath.Join(dir, name)}
 		if atStart {
 			t.skipExisting()
@@ -134,7 +134,7 @@ func (f *follower) poll() error {
 // runTail follows one run directory.
 type runTail struct {
 	dir, prefix string
-	status      string
+	status      rundir.Status
 	done        int
 	parts       map[string]stamp
 	tails       []*tailFile
@@ -173,7 +173,7 @@ func (r *runTail) poll(w io.Writer) error {
 // pollParts prints a summary of every metrics part that is new or was
 // rewritten (a resumed iteration) since the last poll.
 func (r *runTail) pollParts(w io.Writer) error {
-	files, err := filepath.Glob(filepath.Join(r.dir, "metrics", "*.parquet"))
+	files, err := filepath.Glob(filepath.Join(r.dir, rundir.MetricsDir, "*"+rundir.MetricsPartExt))
 	if err != nil {
 		return err
 	}
@@ -233,7 +233,7 @@ func summarizePart(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	label := strings.TrimSuffix(filepath.Base(path), ".parquet")
+	label := strings.TrimSuffix(filepath.Base(path), rundir.MetricsPartExt)
 	if len(iters) == 1 {
 		for it := range iters {
 			label = fmt.Sprintf("iteration %d", it)
@@ -305,7 +305,7 @@ func (t *tailFile) next() ([][]byte, error) {
 // describeRecord renders one sidecar record as a line; "" skips it.
 func describeRecord(path string, line []byte) string {
 	switch {
-	case strings.HasSuffix(path, filepath.FromSlash(historyFile)):
+	case strings.HasSuffix(path, filepath.FromSlash(rundir.HistoryFile)):
 		var h historyLine
 		if json.Unmarshal(line, &h) != nil {
 			return "history: unreadable record"
@@ -330,7 +330,7 @@ func describeRecord(path string, line []byte) string {
 			return fmt.Sprintf("i%d %s dropped %d pending entries (%s)", h.Iteration, h.TaskID, len(h.IDs), dash(h.Status))
 		}
 		return ""
-	case strings.HasSuffix(path, filepath.FromSlash(updatesFile)):
+	case strings.HasSuffix(path, filepath.FromSlash(rundir.SkillUpdatesFile)):
 		var p provenanceLine
 		if json.Unmarshal(line, &p) != nil {
 			return "skill update: unreadable record"
@@ -340,13 +340,13 @@ func describeRecord(path string, line []byte) string {
 			s += " rule " + p.Rule
 		}
 		return s + fmt.Sprintf(" %s -> %s", shortHash(p.OldHash), shortHash(p.NewHash))
-	case strings.HasSuffix(path, filepath.FromSlash(rejectedFile)):
+	case strings.HasSuffix(path, filepath.FromSlash(rundir.RejectedFile)):
 		var r rejectedLine
 		if json.Unmarshal(line, &r) != nil {
 			return "rejection: unreadable record"
 		}
 		return fmt.Sprintf("i%d rejected %s %s (%d proposals): %s", r.Iteration, r.Type, r.BatchID, len(r.Proposals), truncate(r.Reason, 120))
-	case strings.HasSuffix(path, filepath.FromSlash(reflectionsFile)):
+	case strings.HasSuffix(path, filepath.FromSlash(rundir.ReflectionsFile)):
 		var r struct {
 			Role      string      `json:"role"`
 			Iteration int         `json:"iteration"`

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 // syncBuffer lets the test read what Follow writes from another goroutine.
@@ -60,11 +60,11 @@ func appendLine(t *testing.T, path, line string) {
 
 func TestFollowTailsARunUntilItEnds(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "20250301T120000Z-1-no_feedback")
-	m := harness.Manifest{Kind: harness.KindRun, Status: harness.StatusRunning, Condition: "no_feedback",
+	m := rundir.Manifest{Kind: rundir.KindRun, Status: rundir.StatusRunning, Condition: "no_feedback",
 		Tasks: []string{"a"}, Iterations: 2}
 	writeManifest(t, dir, m)
 	// Already on disk before following: not repeated.
-	appendLine(t, filepath.Join(dir, historyFile), `{"type":"entry","entry":{"id":"old","role":"planner","kind":"plan","task_id":"a","iteration":1}}`)
+	appendLine(t, filepath.Join(dir, rundir.HistoryFile), `{"type":"entry","entry":{"id":"old","role":"planner","kind":"plan","task_id":"a","iteration":1}}`)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -73,22 +73,22 @@ func TestFollowTailsARunUntilItEnds(t *testing.T) {
 	go func() { done <- Follow(ctx, dir, out, 5*time.Millisecond) }()
 
 	waitFor(t, out, "following run")
-	appendLine(t, filepath.Join(dir, historyFile), `{"type":"entry","entry":{"id":"new-plan","role":"planner","kind":"plan","task_id":"a","iteration":2}}`)
+	appendLine(t, filepath.Join(dir, rundir.HistoryFile), `{"type":"entry","entry":{"id":"new-plan","role":"planner","kind":"plan","task_id":"a","iteration":2}}`)
 	waitFor(t, out, "i2 a planner plan new-plan")
 	// A half-written line is not shown until it is complete.
-	f, _ := os.OpenFile(filepath.Join(dir, historyFile), os.O_APPEND|os.O_WRONLY, 0o644)
+	f, _ := os.OpenFile(filepath.Join(dir, rundir.HistoryFile), os.O_APPEND|os.O_WRONLY, 0o644)
 	f.WriteString(`{"type":"reward","ids":["new-plan"],`)
 	f.Close()
 	writeMetrics(t, dir, rowsOf("r", "no_feedback", "no_feedback", "none", 1, scored(1, "a", 1), trial{1, "b", "env_failure", nil}))
 	waitFor(t, out, "iteration 1: 2 trials, 1 scored, 1 env failures, mean reward 1.000")
-	appendLine(t, filepath.Join(dir, historyFile), `"reward":1,"task_id":"a","iteration":2}`)
+	appendLine(t, filepath.Join(dir, rundir.HistoryFile), `"reward":1,"task_id":"a","iteration":2}`)
 	waitFor(t, out, "i2 a delayed reward 1.000 for 1 entries")
-	appendLine(t, filepath.Join(dir, updatesFile), `{"id":"executor/b-1","role":"executor","flow":"advisor_gate","iteration":2,"old_hash":"x","new_hash":"y"}`)
-	appendLine(t, filepath.Join(dir, rejectedFile), `{"type":"batch","batch_id":"b-2","iteration":2,"reason":"too vague","proposals":[{}]}`)
+	appendLine(t, filepath.Join(dir, rundir.SkillUpdatesFile), `{"id":"executor/b-1","role":"executor","flow":"advisor_gate","iteration":2,"old_hash":"x","new_hash":"y"}`)
+	appendLine(t, filepath.Join(dir, rundir.RejectedFile), `{"type":"batch","batch_id":"b-2","iteration":2,"reason":"too vague","proposals":[{}]}`)
 	waitFor(t, out, "i2 skill update executor executor/b-1 (advisor_gate) x -> y")
 	waitFor(t, out, "i2 rejected batch b-2 (1 proposals): too vague")
 
-	m.Status, m.CompletedIterations = harness.StatusCompleted, 2
+	m.Status, m.CompletedIterations = rundir.StatusCompleted, 2
 	writeManifest(t, dir, m)
 	if err := <-done; err != nil {
 		t.Fatalf("Follow = %v, want nil once the run completed", err)
@@ -103,9 +103,9 @@ func TestFollowTailsARunUntilItEnds(t *testing.T) {
 
 func TestFollowFollowsMatrixRows(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "m-matrix")
-	mm := harness.Manifest{Kind: harness.KindMatrix, Status: harness.StatusRunning, Rows: []string{"no_feedback", "full"}}
+	mm := rundir.Manifest{Kind: rundir.KindMatrix, Status: rundir.StatusRunning, Rows: []string{"no_feedback", "full"}}
 	writeManifest(t, dir, mm)
-	writeManifest(t, filepath.Join(dir, "no_feedback"), harness.Manifest{Kind: harness.KindRun, Status: harness.StatusRunning, Iterations: 1})
+	writeManifest(t, filepath.Join(dir, "no_feedback"), rundir.Manifest{Kind: rundir.KindRun, Status: rundir.StatusRunning, Iterations: 1})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -116,8 +116,8 @@ func TestFollowFollowsMatrixRows(t *testing.T) {
 
 	// A row that starts later is read from its beginning.
 	full := filepath.Join(dir, "full")
-	writeManifest(t, full, harness.Manifest{Kind: harness.KindRun, Status: harness.StatusRunning, Iterations: 1})
-	appendLine(t, filepath.Join(full, historyFile), `{"type":"entry","entry":{"id":"f1","role":"mediator","kind":"report","task_id":"a","iteration":1,"withheld":true}}`)
+	writeManifest(t, full, rundir.Manifest{Kind: rundir.KindRun, Status: rundir.StatusRunning, Iterations: 1})
+	appendLine(t, filepath.Join(full, rundir.HistoryFile), `{"type":"entry","entry":{"id":"f1","role":"mediator","kind":"report","task_id":"a","iteration":1,"withheld":true}}`)
 	waitFor(t, out, "[full] i1 a mediator report f1 (withheld)")
 
 	mm.Status = "interrupted"
@@ -129,7 +129,7 @@ func TestFollowFollowsMatrixRows(t *testing.T) {
 
 func TestFollowStopsWithItsContext(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "r")
-	writeManifest(t, dir, harness.Manifest{Kind: harness.KindRun, Status: harness.StatusRunning})
+	writeManifest(t, dir, rundir.Manifest{Kind: rundir.KindRun, Status: rundir.StatusRunning})
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &syncBuffer{}
 	done := make(chan error, 1)

@@ -15,11 +15,11 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 // DefaultRoot is where run and matrix directories live unless told otherwise.
-const DefaultRoot = "data/experiments"
+const DefaultRoot = rundir.DefaultRoot
 
 // Success is the reward at or above which a trial counts as a success for
 // pass@k and pass^k (rewards are in [0, 1]; the tolerance absorbs rounding).
@@ -28,7 +28,7 @@ const Success = 1 - 1e-9
 // Kind reports whether dir is a run or a matrix directory, from its run.json.
 // The CLI uses it to choose between Run and Compare (or List for a matrix's
 // rows).
-func Kind(dir string) (string, error) {
+func Kind(dir string) (rundir.Kind, error) {
 	m, err := readManifest(dir)
 	if err != nil {
 		return "", err
@@ -37,10 +37,10 @@ func Kind(dir string) (string, error) {
 }
 
 // readManifest reads dir/run.json. Only the manifest is read: opening the
-// directory through harness.OpenRunDir would also parse its configuration,
+// directory through rundir.Open would also parse its configuration,
 // which inspection does not need.
-func readManifest(dir string) (harness.Manifest, error) {
-	var m harness.Manifest
+func readManifest(dir string) (rundir.Manifest, error) {
+	var m rundir.Manifest
 	st, err := os.Stat(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -51,11 +51,11 @@ func readManifest(dir string) (harness.Manifest, error) {
 	if !st.IsDir() {
 		return m, fmt.Errorf("%s is not a directory: pass a run or matrix directory", dir)
 	}
-	path := filepath.Join(dir, harness.ManifestFile)
+	path := filepath.Join(dir, rundir.ManifestFile)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return m, fmt.Errorf("%s has no %s, so it is not a run or matrix directory", dir, harness.ManifestFile)
+			return m, fmt.Errorf("%s has no %s, so it is not a run or matrix directory", dir, rundir.ManifestFile)
 		}
 		return m, fmt.Errorf("read %s: %w", path, err)
 	}
@@ -63,11 +63,11 @@ func readManifest(dir string) (harness.Manifest, error) {
 		return m, fmt.Errorf("%s is not valid JSON (%v): the run that wrote it may have been killed mid-write; restore it from the run's state or remove the directory", path, err)
 	}
 	switch m.Kind {
-	case harness.KindRun, harness.KindMatrix:
+	case rundir.KindRun, rundir.KindMatrix:
 	case "":
-		m.Kind = harness.KindRun
+		m.Kind = rundir.KindRun
 	default:
-		return m, fmt.Errorf("%s has unknown kind %q (want %s or %s)", path, m.Kind, harness.KindRun, harness.KindMatrix)
+		return m, fmt.Errorf("%s has unknown kind %q (want %s or %s)", path, m.Kind, rundir.KindRun, rundir.KindMatrix)
 	}
 	if m.ID == "" {
 		m.ID = filepath.Base(filepath.Clean(dir))
@@ -78,7 +78,7 @@ func readManifest(dir string) (harness.Manifest, error) {
 // rowDirs lists the row directories of a matrix: those its manifest names,
 // in plan order, then any other subdirectory holding a run.json (a row
 // created after the manifest was last written), by name.
-func rowDirs(dir string, m harness.Manifest) ([]string, error) {
+func rowDirs(dir string, m rundir.Manifest) ([]string, error) {
 	seen := map[string]bool{}
 	var out []string
 	for _, r := range m.Rows {
@@ -96,7 +96,7 @@ func rowDirs(dir string, m harness.Manifest) ([]string, error) {
 		if !e.IsDir() || seen[e.Name()] {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(dir, e.Name(), harness.ManifestFile)); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, e.Name(), rundir.ManifestFile)); err == nil {
 			seen[e.Name()] = true
 			out = append(out, filepath.Join(dir, e.Name()))
 		}

@@ -9,20 +9,20 @@ import (
 	"sort"
 	"time"
 
-	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/harness/stats"
 )
 
 // DirSummary is one line of the listing: a run or matrix directory.
 type DirSummary struct {
-	ID        string     `json:"id"`
-	Path      string     `json:"path"`
-	Kind      string     `json:"kind"` // run | matrix
-	Name      string     `json:"name,omitempty"`
-	Status    string     `json:"status"`
-	StartedAt time.Time  `json:"started_at"`
-	UpdatedAt time.Time  `json:"updated_at"`
-	Finished  *time.Time `json:"finished_at,omitempty"`
+	ID        string        `json:"id"`
+	Path      string        `json:"path"`
+	Kind      rundir.Kind   `json:"kind"` // run | matrix
+	Name      string        `json:"name,omitempty"`
+	Status    rundir.Status `json:"status"`
+	StartedAt time.Time     `json:"started_at"`
+	UpdatedAt time.Time     `json:"updated_at"`
+	Finished  *time.Time    `json:"finished_at,omitempty"`
 	// Rows is the number of rows: 1 for a run, the row directories of a
 	// matrix.
 	Rows  int `json:"rows"`
@@ -58,7 +58,7 @@ func List(root string) ([]DirSummary, error) {
 	if root == "" {
 		root = DefaultRoot
 	}
-	if m, err := readManifest(root); err == nil && m.Kind == harness.KindRun {
+	if m, err := readManifest(root); err == nil && m.Kind == rundir.KindRun {
 		return nil, fmt.Errorf("%s is a run directory, not a directory of runs: view it with `harness inspect %s`", root, root)
 	}
 	entries, err := os.ReadDir(root)
@@ -74,7 +74,7 @@ func List(root string) ([]DirSummary, error) {
 			continue
 		}
 		dir := filepath.Join(root, e.Name())
-		if _, err := os.Stat(filepath.Join(dir, harness.ManifestFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(dir, rundir.ManifestFile)); err != nil {
 			continue // not a run directory (a task cache, notes, ...)
 		}
 		s, err := Summarize(dir)
@@ -106,7 +106,7 @@ func Summarize(dir string) (DirSummary, error) {
 	if s.Name == "" {
 		s.Name = m.Condition
 	}
-	if m.Kind == harness.KindMatrix {
+	if m.Kind == rundir.KindMatrix {
 		dirs, err := rowDirs(dir, m)
 		if err != nil {
 			return s, err

@@ -133,10 +133,10 @@ func WriteListText(w io.Writer, dirs []DirSummary, tty bool) error {
 		"mean reward", "skill updates", "tokens", "cost", "offline")
 	for _, d := range dirs {
 		if d.Error != "" {
-			t.add(d.ID, d.Kind, d.Status, "-", "-", "-", "-", "-", "-", "-", "-", "-", truncate(d.Error, 80))
+			t.add(d.ID, string(d.Kind), string(d.Status), "-", "-", "-", "-", "-", "-", "-", "-", "-", truncate(d.Error, 80))
 			continue
 		}
-		t.add(d.ID, d.Kind, d.Status, strconv.Itoa(d.Rows), strconv.Itoa(d.Tasks),
+		t.add(d.ID, string(d.Kind), string(d.Status), strconv.Itoa(d.Rows), strconv.Itoa(d.Tasks),
 			fmt.Sprintf("%d/%d", d.IterationsDone, d.IterationsPlanned), strconv.Itoa(d.Trials),
 			strconv.Itoa(d.EnvFailures), num(d.MeanReward), strconv.Itoa(d.SkillUpdates),
 			tokens(d.Tokens, tty), usd(d.CostUSD), yesNo(d.Offline))

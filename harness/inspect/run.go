@@ -11,37 +11,29 @@ import (
 	"sort"
 	"time"
 
-	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/harness/stats"
 	"github.com/mediated-coevo/harness/internal/durable"
 )
 
-// The sidecar files of a run, relative to its directory.
-const (
-	historyFile     = "history/history.jsonl"
-	rejectedFile    = "history/rejected_proposals.jsonl"
-	updatesFile     = "history/skill_updates.jsonl"
-	reflectionsFile = "history/reflections.jsonl"
-)
-
 // RunView is everything `harness inspect RUN_DIR` shows about one run.
 type RunView struct {
-	ID         string     `json:"id"`
-	Path       string     `json:"path"`
-	Name       string     `json:"name,omitempty"`
-	MatrixID   string     `json:"matrix_id,omitempty"`
-	Status     string     `json:"status"`
-	Error      string     `json:"error,omitempty"`
-	Condition  string     `json:"condition,omitempty"`
-	Policy     string     `json:"skill_update_policy,omitempty"`
-	Preset     string     `json:"baseline_preset,omitempty"`
-	Lab        string     `json:"lab,omitempty"`
-	Agent      string     `json:"agent,omitempty"`
-	Seed       int64      `json:"seed"`
-	Offline    bool       `json:"offline"`
-	StartedAt  time.Time  `json:"started_at"`
-	UpdatedAt  time.Time  `json:"updated_at"`
-	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	ID         string        `json:"id"`
+	Path       string        `json:"path"`
+	Name       string        `json:"name,omitempty"`
+	MatrixID   string        `json:"matrix_id,omitempty"`
+	Status     rundir.Status `json:"status"`
+	Error      string        `json:"error,omitempty"`
+	Condition  string        `json:"condition,omitempty"`
+	Policy     string        `json:"skill_update_policy,omitempty"`
+	Preset     string        `json:"baseline_preset,omitempty"`
+	Lab        string        `json:"lab,omitempty"`
+	Agent      string        `json:"agent,omitempty"`
+	Seed       int64         `json:"seed"`
+	Offline    bool          `json:"offline"`
+	StartedAt  time.Time     `json:"started_at"`
+	UpdatedAt  time.Time     `json:"updated_at"`
+	FinishedAt *time.Time    `json:"finished_at,omitempty"`
 
 	Tasks             []string `json:"tasks"`
 	IterationsDone    int      `json:"iterations_done"`
@@ -193,7 +185,7 @@ func Run(dir string) (*RunView, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.Kind == harness.KindMatrix {
+	if m.Kind == rundir.KindMatrix {
 		return nil, fmt.Errorf("%s is a matrix: compare its rows with `harness inspect --compare %s`, list them with `harness inspect %s`, or view one row with `harness inspect %s`", dir, dir, dir, filepath.Join(dir, "<row>"))
 	}
 	v := &RunView{
@@ -278,9 +270,9 @@ func Run(dir string) (*RunView, error) {
 	}
 	v.Spend = spend[:]
 
-	v.readUpdates(filepath.Join(dir, updatesFile), metricUpdates)
-	v.readRejected(filepath.Join(dir, rejectedFile))
-	v.readHistory(filepath.Join(dir, historyFile))
+	v.readUpdates(filepath.Join(dir, rundir.SkillUpdatesFile), metricUpdates)
+	v.readRejected(filepath.Join(dir, rundir.RejectedFile))
+	v.readHistory(filepath.Join(dir, rundir.HistoryFile))
 	if v.Offline {
 		v.Warnings = append(v.Warnings, "offline results: this run used the offline model provider and tests the machinery, not the agents")
 	}
@@ -289,7 +281,7 @@ func Run(dir string) (*RunView, error) {
 	}
 	for _, f := range m.ForcedResumes {
 		v.Warnings = append(v.Warnings, fmt.Sprintf("the configuration changed at a forced resume: iterations from %d on ran under %s (earlier ones: %s)",
-			f.FromIteration, harness.ConfigFile, f.KeptConfig))
+			f.FromIteration, rundir.ConfigFile, f.KeptConfig))
 	}
 	return v, nil
 }

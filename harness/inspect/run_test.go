@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 // runFixture is a finished run of two tasks over two iterations with a
@@ -19,7 +19,7 @@ import (
 func runFixture(t *testing.T, root string) string {
 	t.Helper()
 	dir := filepath.Join(root, "20250301T120000Z-42-full_coevolution")
-	writeManifest(t, dir, harness.Manifest{Kind: harness.KindRun, Status: harness.StatusCompleted,
+	writeManifest(t, dir, rundir.Manifest{Kind: rundir.KindRun, Status: rundir.StatusCompleted,
 		Preset: "full_coevolution", Condition: "learned_mediator", Policy: "executor,planner,mediator", Lab: "default",
 		Seed: 42, Offline: true, Tasks: []string{"a", "b"}, Iterations: 3, CompletedIterations: 2})
 	rows := rowsOf("run1", "full_coevolution", "learned_mediator", "executor,planner,mediator", 42,
@@ -31,20 +31,20 @@ func runFixture(t *testing.T, root string) string {
 		rows[i].ExecutorInputTokens, rows[i].ExecutorOutputTokens, rows[i].ExecutorCostUSD = 1000, 200, 1
 		if rows[i].Iteration == 2 {
 			rows[i].CoevoInputTokens, rows[i].CoevoCostUSD = 50, 0.25
-			rows[i].SkillUpdates = []harness.SkillUpdate{
+			rows[i].SkillUpdates = []rundir.SkillUpdate{
 				{Role: "executor", ProvenanceID: "executor/b-0001", OldHash: "aaaaaaaaaaaaaaaa", NewHash: "bbbbbbbbbbbbbbbb"},
 				{Role: "planner", ProvenanceID: "planner/reflection-i0002", OldHash: "cc", NewHash: "dd"},
 			}
 		}
 	}
 	writeMetrics(t, dir, rows)
-	writeLines(t, filepath.Join(dir, updatesFile),
+	writeLines(t, filepath.Join(dir, rundir.SkillUpdatesFile),
 		`{"id":"executor/b-0001","role":"executor","flow":"advisor_gate","iteration":2,"rule":"posterior","numbers":{"p_better":0.9},"old_hash":"aaaaaaaaaaaaaaaa","new_hash":"bbbbbbbbbbbbbbbb","time":"2025-03-01T12:05:00Z"}`)
-	writeLines(t, filepath.Join(dir, rejectedFile),
+	writeLines(t, filepath.Join(dir, rundir.RejectedFile),
 		`{"type":"batch","batch_id":"b-0000","iteration":1,"reason":"the Advisor rejected the batch","advice":"too vague","proposals":[{"id":"p1"},{"id":"p2"}]}`,
 		`{"type":"candidate","batch_id":"b-0002","iteration":2,"reason":"validation rejected the candidate: no gain","proposals":[{"id":"p3"}],"decision":{"accept":false,"rule":"posterior","numbers":{"delta":-0.1}}}`,
 		`{not json`)
-	writeLines(t, filepath.Join(dir, historyFile),
+	writeLines(t, filepath.Join(dir, rundir.HistoryFile),
 		`{"type":"entry","entry":{"id":"e1","role":"planner","kind":"plan","task_id":"a","iteration":1}}`,
 		`{"type":"entry","entry":{"id":"e2","role":"mediator","kind":"report","task_id":"a","iteration":1,"withheld":true}}`,
 		`{"type":"reward","ids":["e1","e2"],"reward":0,"task_id":"a","iteration":2}`,
@@ -184,7 +184,7 @@ func TestList(t *testing.T) {
 	root := t.TempDir()
 	runFixture(t, root)
 	matrix := filepath.Join(root, "20250302T000000Z-42-fixture-matrix")
-	writeMatrix(t, matrix, []string{"no_feedback", "full_coevolution"}, map[string][]harness.MetricRow{
+	writeMatrix(t, matrix, []string{"no_feedback", "full_coevolution"}, map[string][]rundir.MetricRow{
 		"no_feedback":      rowsOf("m/nf", "no_feedback", "no_feedback", "none", 42, scored(1, "a", 1), scored(1, "b", 0)),
 		"full_coevolution": rowsOf("m/fc", "full_coevolution", "learned_mediator", "all", 42, scored(1, "a", 1), scored(1, "b", 1)),
 	})
@@ -257,10 +257,10 @@ func TestListErrors(t *testing.T) {
 
 func TestRunViewListsTrialWarnings(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "20250301T120000Z-7-no_feedback")
-	writeManifest(t, dir, harness.Manifest{Kind: harness.KindRun, Status: harness.StatusCompleted, Condition: "no_feedback",
+	writeManifest(t, dir, rundir.Manifest{Kind: rundir.KindRun, Status: rundir.StatusCompleted, Condition: "no_feedback",
 		Iterations: 2, CompletedIterations: 2, Tasks: []string{"x"},
 		TrialWarnings: map[string]int{"x: storage_mb = 10 is not enforced": 2},
-		ForcedResumes: []harness.ForcedResume{{FromIteration: 2, KeptConfig: "config.before-20250301T130000Z.toml"}}})
+		ForcedResumes: []rundir.ForcedResume{{FromIteration: 2, KeptConfig: "config.before-20250301T130000Z.toml"}}})
 	writeMetrics(t, dir, rowsOf("r", "no_feedback", "no_feedback", "none", 7, scored(1, "x", 1), scored(2, "x", 0)))
 	v, err := Run(dir)
 	if err != nil {

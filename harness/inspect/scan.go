@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 // batchRows is how many rows a scan hands over at a time. Memory for rows
@@ -149,8 +151,8 @@ func (in interner) str(b []byte) string {
 func metricFiles(dir string) ([]string, error) {
 	var files []string
 	for _, pattern := range []string{
-		filepath.Join(dir, "metrics", "*.parquet"),
-		filepath.Join(dir, "*", "metrics", "*.parquet"),
+		filepath.Join(dir, rundir.MetricsDir, "*"+rundir.MetricsPartExt),
+		filepath.Join(dir, "*", rundir.MetricsDir, "*"+rundir.MetricsPartExt),
 	} {
 		matches, err := filepath.Glob(pattern)
 		if err != nil {

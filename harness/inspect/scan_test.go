@@ -9,17 +9,17 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 // randomRows makes rows exercising what the scanner must get right: NULL
 // and non-NULL rewards, environment failures, skill-update lists of length
 // 0 to 3, and every spend column.
-func randomRows(n int) []harness.MetricRow {
+func randomRows(n int) []rundir.MetricRow {
 	rng := rand.New(rand.NewPCG(3, 4))
-	rows := make([]harness.MetricRow, n)
+	rows := make([]rundir.MetricRow, n)
 	for i := range rows {
-		r := harness.MetricRow{
+		r := rundir.MetricRow{
 			RunID: fmt.Sprintf("run-%d", i%3), Row: fmt.Sprintf("row-%d", i%4), BaselinePreset: "p", Condition: "c",
 			SkillUpdatePolicy: "all", Lab: "default", Seed: int64(i % 5), Offline: i%2 == 0, Iteration: int32(i / 10),
 			TaskID: fmt.Sprintf("task-%d", rng.IntN(7)), Status: "scored",
@@ -39,7 +39,7 @@ func randomRows(n int) []harness.MetricRow {
 			r.Reward = &v
 		}
 		for k := range rng.IntN(4) {
-			r.SkillUpdates = append(r.SkillUpdates, harness.SkillUpdate{Role: fmt.Sprint("role", k),
+			r.SkillUpdates = append(r.SkillUpdates, rundir.SkillUpdate{Role: fmt.Sprint("role", k),
 				ProvenanceID: fmt.Sprintf("p-%d-%d", i, k), OldHash: fmt.Sprint("old", i), NewHash: fmt.Sprint("new", k)})
 		}
 		rows[i] = r
@@ -47,7 +47,7 @@ func randomRows(n int) []harness.MetricRow {
 	return rows
 }
 
-func checkRecord(t *testing.T, i int, want harness.MetricRow, got record) {
+func checkRecord(t *testing.T, i int, want rundir.MetricRow, got record) {
 	t.Helper()
 	if got.RunID != want.RunID || got.Row != want.Row || got.Preset != want.BaselinePreset || got.Condition != want.Condition ||
 		got.Policy != want.SkillUpdatePolicy || got.Lab != want.Lab || got.Seed != want.Seed || got.Offline != want.Offline ||
@@ -88,7 +88,7 @@ func TestScanMatchesTheWrittenRows(t *testing.T) {
 	}{
 		// As the harness writes a part.
 		{"harness part", func(path string) error {
-			return harness.WriteMetricsPart(filepath.Dir(path), 1, rows)
+			return rundir.WriteMetricsPart(filepath.Dir(path), 1, rows)
 		}},
 		// Several row groups and many small pages, as a compacted dataset
 		// might have.
@@ -98,7 +98,7 @@ func TestScanMatchesTheWrittenRows(t *testing.T) {
 				return err
 			}
 			defer f.Close()
-			w := parquet.NewGenericWriter[harness.MetricRow](f, parquet.MaxRowsPerRowGroup(300), parquet.PageBufferSize(512))
+			w := parquet.NewGenericWriter[rundir.MetricRow](f, parquet.MaxRowsPerRowGroup(300), parquet.PageBufferSize(512))
 			if _, err := w.Write(rows); err != nil {
 				return err
 			}
@@ -138,7 +138,7 @@ func TestScanMatchesTheWrittenRows(t *testing.T) {
 func TestScanOnlyDecodesWhatItIsAsked(t *testing.T) {
 	rows := randomRows(10)
 	dir := t.TempDir()
-	if err := harness.WriteMetricsPart(dir, 1, rows); err != nil {
+	if err := rundir.WriteMetricsPart(dir, 1, rows); err != nil {
 		t.Fatal(err)
 	}
 	err := scanFiles([]string{filepath.Join(dir, "part-00001.parquet")}, compareScan, func(batch []record) error {

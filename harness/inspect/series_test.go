@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 func TestSeriesOfARun(t *testing.T) {
@@ -37,11 +37,11 @@ func TestSeriesOfARun(t *testing.T) {
 func TestSeriesPoolsSeeds(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "m-matrix")
 	a := rowsOf("s1", "full-seed1", "learned_mediator", "all", 1, scored(1, "a", 1))
-	a[0].SkillUpdates = []harness.SkillUpdate{{Role: "executor", ProvenanceID: "executor/b-1"}}
+	a[0].SkillUpdates = []rundir.SkillUpdate{{Role: "executor", ProvenanceID: "executor/b-1"}}
 	b := rowsOf("s2", "full-seed2", "learned_mediator", "all", 2, scored(1, "a", 0))
 	// The same provenance id in another run is another update.
-	b[0].SkillUpdates = []harness.SkillUpdate{{Role: "executor", ProvenanceID: "executor/b-1"}}
-	writeMatrix(t, dir, []string{"full-seed1", "full-seed2"}, map[string][]harness.MetricRow{"full-seed1": a, "full-seed2": b})
+	b[0].SkillUpdates = []rundir.SkillUpdate{{Role: "executor", ProvenanceID: "executor/b-1"}}
+	writeMatrix(t, dir, []string{"full-seed1", "full-seed2"}, map[string][]rundir.MetricRow{"full-seed1": a, "full-seed2": b})
 	series, err := Series(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -37,7 +37,7 @@ func writeMarkdown(out io.Writer, c *inspect.Comparison, series []inspect.RowSer
 	fmt.Fprintf(w, "# Report: %s\n\n", c.ID)
 	kind := "Directory"
 	if c.Kind != "" {
-		kind = strings.ToUpper(c.Kind[:1]) + c.Kind[1:]
+		kind = strings.ToUpper(string(c.Kind[:1])) + string(c.Kind[1:])
 	}
 	fmt.Fprintf(w, "%s `%s`, status **%s**, %d rows.\n\n", kind, c.ID, c.Status, len(c.Rows))
 

@@ -12,12 +12,13 @@ import (
 	"path/filepath"
 
 	"github.com/mediated-coevo/harness/harness/inspect"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/internal/durable"
 )
 
 // DefaultOutSubdir is where Write puts its files, inside the directory it
 // reports on, when no output directory is given.
-const DefaultOutSubdir = "report"
+const DefaultOutSubdir = rundir.ReportOutputDir
 
 // File names Write produces in the output directory.
 const (

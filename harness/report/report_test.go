@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 func writeJSON(t *testing.T, path string, v any) {
@@ -39,12 +39,12 @@ func reward(v float64) *float64 { return &v }
 // row and one skill update in iteration 2.
 func writeRow(t *testing.T, dir, row, condition string, fn func(task string, it int) float64) {
 	t.Helper()
-	writeJSON(t, filepath.Join(dir, harness.ManifestFile), harness.Manifest{ID: filepath.Base(dir), Kind: harness.KindRun,
-		Status: harness.StatusCompleted, Condition: condition, Tasks: []string{"a", "b", "c"}, Iterations: 3, CompletedIterations: 3})
+	writeJSON(t, filepath.Join(dir, rundir.ManifestFile), rundir.Manifest{ID: filepath.Base(dir), Kind: rundir.KindRun,
+		Status: rundir.StatusCompleted, Condition: condition, Tasks: []string{"a", "b", "c"}, Iterations: 3, CompletedIterations: 3})
 	for it := 1; it <= 3; it++ {
-		var rows []harness.MetricRow
+		var rows []rundir.MetricRow
 		for _, task := range []string{"a", "b", "c"} {
-			r := harness.MetricRow{RunID: filepath.Base(dir), Row: row, Condition: condition, Seed: 42, Iteration: int32(it),
+			r := rundir.MetricRow{RunID: filepath.Base(dir), Row: row, Condition: condition, Seed: 42, Iteration: int32(it),
 				TaskID: task, Status: "scored", Reward: reward(fn(task, it)),
 				PlannerInputTokens: 1000, PlannerOutputTokens: 100, ExecutorInputTokens: 5000, ExecutorOutputTokens: 700,
 				MediatorInputTokens: 300, CoevoInputTokens: 50}
@@ -52,11 +52,11 @@ func writeRow(t *testing.T, dir, row, condition string, fn func(task string, it 
 				r.Status, r.Reward, r.EnvFailure = "env_failure", nil, true
 			}
 			if it == 2 && condition != "no_feedback" {
-				r.SkillUpdates = []harness.SkillUpdate{{Role: "executor", ProvenanceID: "executor/b-1", OldHash: "x", NewHash: "y"}}
+				r.SkillUpdates = []rundir.SkillUpdate{{Role: "executor", ProvenanceID: "executor/b-1", OldHash: "x", NewHash: "y"}}
 			}
 			rows = append(rows, r)
 		}
-		if err := harness.WriteMetricsPart(filepath.Join(dir, "metrics"), it, rows); err != nil {
+		if err := rundir.WriteMetricsPart(filepath.Join(dir, "metrics"), it, rows); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -65,8 +65,8 @@ func writeRow(t *testing.T, dir, row, condition string, fn func(task string, it 
 func matrixFixture(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "20250301T120000Z-42-report-matrix")
-	writeJSON(t, filepath.Join(dir, harness.ManifestFile), harness.Manifest{ID: filepath.Base(dir), Kind: harness.KindMatrix,
-		Status: harness.StatusCompleted, Rows: []string{"no_feedback", "full_coevolution"}, Iterations: 3})
+	writeJSON(t, filepath.Join(dir, rundir.ManifestFile), rundir.Manifest{ID: filepath.Base(dir), Kind: rundir.KindMatrix,
+		Status: rundir.StatusCompleted, Rows: []string{"no_feedback", "full_coevolution"}, Iterations: 3})
 	writeRow(t, filepath.Join(dir, "no_feedback"), "no_feedback", "no_feedback", func(task string, it int) float64 {
 		if task == "a" {
 			return 1
@@ -161,7 +161,7 @@ func TestWriteProducesPlotsAndSummary(t *testing.T) {
 func TestWriteShowsUnscoredTrials(t *testing.T) {
 	dir := matrixFixture(t)
 	row := filepath.Join(dir, "full_coevolution")
-	err := harness.WriteMetricsPart(filepath.Join(row, "metrics"), 4, []harness.MetricRow{{RunID: "full_coevolution",
+	err := rundir.WriteMetricsPart(filepath.Join(row, "metrics"), 4, []rundir.MetricRow{{RunID: "full_coevolution",
 		Row: "full_coevolution", Condition: "learned_mediator", Seed: 42, Iteration: 4, TaskID: "a", Status: "agent_error"}})
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +221,7 @@ func TestWriteErrors(t *testing.T) {
 func TestWriteEmptyRun(t *testing.T) {
 	// A run that has not finished an iteration yet still gets a report.
 	dir := filepath.Join(t.TempDir(), "r")
-	writeJSON(t, filepath.Join(dir, harness.ManifestFile), harness.Manifest{ID: "r", Kind: harness.KindRun, Status: harness.StatusRunning})
+	writeJSON(t, filepath.Join(dir, rundir.ManifestFile), rundir.Manifest{ID: "r", Kind: rundir.KindRun, Status: rundir.StatusRunning})
 	sum, err := Write(context.Background(), dir, t.TempDir())
 	if err != nil {
 		t.Fatal(err)

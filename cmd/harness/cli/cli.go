@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 // IOStreams are the standard streams a command reads and writes.
@@ -82,7 +82,7 @@ tasks inside Docker containers, under controlled feedback conditions and skill-u
 policies, and records every measurement, trace and skill version on disk.
 
 Start with a plan: 'harness matrix --task-set smoke --offline --dry-run'.`,
-		Version:       harness.VersionString(),
+		Version:       rundir.VersionString(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// No Run: cobra then prints help for a bare 'harness' and reports

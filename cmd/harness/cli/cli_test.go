@@ -18,6 +18,7 @@ import (
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 // result is one command line's outcome.
@@ -397,7 +398,7 @@ func TestCompletionAndVersion(t *testing.T) {
 		t.Errorf("condition completion = %q", r.out)
 	}
 	r = runCLI(t, nil, "--version")
-	if r.code != 0 || !strings.HasPrefix(r.out, "harness "+harness.Version) {
+	if r.code != 0 || !strings.HasPrefix(r.out, "harness "+rundir.Version) {
 		t.Errorf("--version = %q (exit %d)", r.out, r.code)
 	}
 }
@@ -480,15 +481,15 @@ func TestRunResumeDryRunShowsSkips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := harness.CreateRunDir(t.TempDir(), harness.RunDirSpec{
-		Manifest: harness.Manifest{Kind: harness.KindRun, Condition: "full_traces", Policy: "none",
+	d, err := rundir.Create(t.TempDir(), rundir.Spec{
+		Manifest: rundir.Manifest{Kind: rundir.KindRun, Condition: "full_traces", Policy: "none",
 			Seed: 3, Tasks: []string{"csv-parser"}, Iterations: 6},
 		Config: cfg,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.UpdateManifest(func(m *harness.Manifest) { m.CompletedIterations = 2 }); err != nil {
+	if err := d.UpdateManifest(func(m *rundir.Manifest) { m.CompletedIterations = 2 }); err != nil {
 		t.Fatal(err)
 	}
 	before := listing(t, d.Path)

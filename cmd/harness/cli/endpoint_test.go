@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/mediated-coevo/harness/conditions"
-	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/llm/llmtest"
 )
 
@@ -66,7 +66,7 @@ func TestRunAgainstAnOpenAICompatibleEndpoint(t *testing.T) {
 	if len(runs) != 1 {
 		t.Fatalf("run directories under %s: %v", out, runs)
 	}
-	rows, err := harness.ReadMetrics(runs[0])
+	rows, err := rundir.ReadMetrics(runs[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/llm"
 )
 
@@ -70,11 +71,11 @@ func outcomeError(out *harness.Outcome, w io.Writer, asJSON bool) error {
 		return UsageError(out.Err)
 	}
 	switch out.Status {
-	case harness.StatusInterrupted:
+	case rundir.StatusInterrupted:
 		return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("interrupted; state saved: continue with --resume %s", out.Dir)}
-	case harness.StatusBudgetExhausted:
+	case rundir.StatusBudgetExhausted:
 		return &ExitError{Code: ExitBudget, Err: fmt.Errorf("stopped by a budget; state saved: raise it and continue with --resume %s", out.Dir)}
-	case harness.StatusFailed:
+	case rundir.StatusFailed:
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("the run failed: %v", out.Err)}
 	}
 	if out.Trials > 0 && out.Scored == 0 && out.EnvFailures < out.Trials {
@@ -125,7 +126,7 @@ func writeOutcome(w io.Writer, out *harness.Outcome) {
 	fmt.Fprintf(w, "%s: %s (%d trials%s, %d environment failures)\n", out.Dir, out.Status, out.Trials, session, out.EnvFailures)
 	for _, r := range out.Rows {
 		line := fmt.Sprintf("  %-34s %-17s %d iterations", r.Name, r.Status, r.Result.Iterations)
-		if r.Error != "" && r.Error != r.Status { // "interrupted" twice says nothing
+		if r.Error != "" && r.Error != string(r.Status) { // "interrupted" twice says nothing
 			line += "  " + r.Error
 		}
 		fmt.Fprintln(w, line)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/llm"
 )
 
@@ -63,29 +64,29 @@ func TestExecutePlanExitCodes(t *testing.T) {
 		out  harness.Outcome
 		want int
 	}{
-		{harness.Outcome{Status: harness.StatusCompleted, Trials: 4, Scored: 4}, ExitOK},
-		{harness.Outcome{Status: harness.StatusCompleted, Trials: 4, Scored: 3, EnvFailures: 1}, ExitEnvFailures},
-		{harness.Outcome{Status: harness.StatusCompleted, Trials: 4, Scored: 0}, ExitFailed},
-		{harness.Outcome{Status: harness.StatusCompleted, Trials: 4, EnvFailures: 4}, ExitEnvFailures},
-		{harness.Outcome{Status: harness.StatusBudgetExhausted, Trials: 2, Scored: 2}, ExitBudget},
-		{harness.Outcome{Status: harness.StatusInterrupted, Trials: 1, Scored: 1}, ExitInterrupted},
-		{harness.Outcome{Status: harness.StatusFailed, Err: errors.New("boom")}, ExitFailed},
-		{harness.Outcome{Status: harness.StatusFailed, Err: harness.ErrConfigChanged}, ExitUsage},
-		{harness.Outcome{Status: harness.StatusCompleted, Trials: 8, Scored: 4, Rows: []harness.RowOutcome{
+		{harness.Outcome{Status: rundir.StatusCompleted, Trials: 4, Scored: 4}, ExitOK},
+		{harness.Outcome{Status: rundir.StatusCompleted, Trials: 4, Scored: 3, EnvFailures: 1}, ExitEnvFailures},
+		{harness.Outcome{Status: rundir.StatusCompleted, Trials: 4, Scored: 0}, ExitFailed},
+		{harness.Outcome{Status: rundir.StatusCompleted, Trials: 4, EnvFailures: 4}, ExitEnvFailures},
+		{harness.Outcome{Status: rundir.StatusBudgetExhausted, Trials: 2, Scored: 2}, ExitBudget},
+		{harness.Outcome{Status: rundir.StatusInterrupted, Trials: 1, Scored: 1}, ExitInterrupted},
+		{harness.Outcome{Status: rundir.StatusFailed, Err: errors.New("boom")}, ExitFailed},
+		{harness.Outcome{Status: rundir.StatusFailed, Err: harness.ErrConfigChanged}, ExitUsage},
+		{harness.Outcome{Status: rundir.StatusCompleted, Trials: 8, Scored: 4, Rows: []harness.RowOutcome{
 			{Name: "ok", Result: harness.Result{Trials: 4, Scored: 4}},
 			{Name: "dead-endpoint", Result: harness.Result{Trials: 4}},
 		}}, ExitFailed},
-		{harness.Outcome{Status: harness.StatusCompleted, Trials: 8, Scored: 4, EnvFailures: 4, Rows: []harness.RowOutcome{
+		{harness.Outcome{Status: rundir.StatusCompleted, Trials: 8, Scored: 4, EnvFailures: 4, Rows: []harness.RowOutcome{
 			{Name: "ok", Result: harness.Result{Trials: 4, Scored: 4}},
 			{Name: "no-engine", Result: harness.Result{Trials: 4, EnvFailures: 4}},
 		}}, ExitEnvFailures},
-		{harness.Outcome{Status: harness.StatusCompleted, Trials: 8, Scored: 5, Rows: []harness.RowOutcome{
+		{harness.Outcome{Status: rundir.StatusCompleted, Trials: 8, Scored: 5, Rows: []harness.RowOutcome{
 			{Name: "a", Result: harness.Result{Trials: 4, Scored: 4}},
 			{Name: "b", Result: harness.Result{Trials: 4, Scored: 1}},
 		}}, ExitOK},
 	}
 	for _, tt := range tests {
-		t.Run(tt.out.Status, func(t *testing.T) {
+		t.Run(string(tt.out.Status), func(t *testing.T) {
 			var out bytes.Buffer
 			err := outcomeError(&tt.out, &out, false)
 			if got := ExitCode(err); got != tt.want {
@@ -137,7 +138,7 @@ func TestWriteOutcomeSaysWhatTheCountsCover(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var buf bytes.Buffer
-		writeOutcome(&buf, &harness.Outcome{Dir: "d", Status: harness.StatusCompleted, Resumed: tt.resumed, Trials: 4, Scored: 4,
+		writeOutcome(&buf, &harness.Outcome{Dir: "d", Status: rundir.StatusCompleted, Resumed: tt.resumed, Trials: 4, Scored: 4,
 			Rows: []harness.RowOutcome{{Name: "r1", Status: "interrupted", Error: "interrupted"}, {Name: "r2", Status: "failed", Error: "boom"}}})
 		if strings.Contains(buf.String(), "iterations  interrupted") || !strings.Contains(buf.String(), "failed") || !strings.Contains(buf.String(), "  boom") {
 			t.Errorf("row lines:\n%s", buf.String())

@@ -13,6 +13,7 @@ import (
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 // DefaultOut is where run and matrix directories go unless --out says.
@@ -146,8 +147,8 @@ func (o *ExperimentOptions) loadConfig() (*config.Config, error) {
 	var cfg *config.Config
 	var err error
 	if o.Resume != "" && o.ConfigDir == "" {
-		var d *harness.RunDir
-		if d, err = harness.OpenRunDir(o.Resume); err != nil {
+		var d *rundir.Dir
+		if d, err = rundir.Open(o.Resume); err != nil {
 			return nil, UsageError(err)
 		}
 		cfg, err = d.ResolvedConfig()

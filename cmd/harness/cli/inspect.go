@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mediated-coevo/harness/harness"
 	"github.com/mediated-coevo/harness/harness/inspect"
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 // InspectOptions are the arguments of `harness inspect`.
@@ -132,7 +132,7 @@ func runInspect(ctx context.Context, o *InspectOptions) error {
 	}
 	switch {
 	case o.Compare:
-		if kind != harness.KindMatrix {
+		if kind != rundir.KindMatrix {
 			return usagef("--compare needs a matrix directory; %s is a run", o.Dir)
 		}
 		cmp, err := inspect.Compare(o.Dir, inspect.CompareOptions{Baseline: o.Baseline, K: o.K})
@@ -146,7 +146,7 @@ func runInspect(ctx context.Context, o *InspectOptions) error {
 			return inspect.WriteJSON(o.IO.Out, cmp)
 		}
 		return cmp.WriteText(o.IO.Out, tty)
-	case kind == harness.KindMatrix:
+	case kind == rundir.KindMatrix:
 		sum, err := inspect.Summarize(o.Dir)
 		if err != nil {
 			return err

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/mediated-coevo/harness/config"
-	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 // fixtureMatrix writes a small finished matrix: two rows, two tasks, two
@@ -19,32 +19,32 @@ func fixtureMatrix(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := harness.CreateRunDir(t.TempDir(), harness.RunDirSpec{Manifest: harness.Manifest{Kind: harness.KindMatrix,
+	md, err := rundir.Create(t.TempDir(), rundir.Spec{Manifest: rundir.Manifest{Kind: rundir.KindMatrix,
 		Name: "fixture", Tasks: []string{"a", "b"}, Iterations: 2, Seed: 1, Rows: []string{"no_feedback", "full_coevolution"}}, Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rewards := map[string]float64{"no_feedback": 0.25, "full_coevolution": 0.75}
 	for _, row := range []string{"no_feedback", "full_coevolution"} {
-		d, err := harness.CreateRunDir(md.Path, harness.RunDirSpec{DirName: row, Manifest: harness.Manifest{Kind: harness.KindRun,
+		d, err := rundir.Create(md.Path, rundir.Spec{DirName: row, Manifest: rundir.Manifest{Kind: rundir.KindRun,
 			Preset: row, Condition: "no_feedback", Policy: "none", Tasks: []string{"a", "b"}, Iterations: 2, Seed: 1}, Config: cfg})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for it := 1; it <= 2; it++ {
-			var rows []harness.MetricRow
+			var rows []rundir.MetricRow
 			for _, task := range []string{"a", "b"} {
 				r := rewards[row]
-				rows = append(rows, harness.MetricRow{RunID: d.ID, Row: row, Condition: "no_feedback", Iteration: int32(it),
+				rows = append(rows, rundir.MetricRow{RunID: d.ID, Row: row, Condition: "no_feedback", Iteration: int32(it),
 					TaskID: task, Status: "scored", Reward: &r})
 			}
-			if err := harness.WriteMetricsPart(d.MetricsDir(), it, rows); err != nil {
+			if err := rundir.WriteMetricsPart(d.MetricsDir(), it, rows); err != nil {
 				t.Fatal(err)
 			}
 		}
-		d.UpdateManifest(func(m *harness.Manifest) { m.Status = harness.StatusCompleted; m.CompletedIterations = 2 })
+		d.UpdateManifest(func(m *rundir.Manifest) { m.Status = rundir.StatusCompleted; m.CompletedIterations = 2 })
 	}
-	md.UpdateManifest(func(m *harness.Manifest) { m.Status = harness.StatusCompleted })
+	md.UpdateManifest(func(m *rundir.Manifest) { m.Status = rundir.StatusCompleted })
 	return md.Path
 }
 

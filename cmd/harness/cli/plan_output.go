@@ -10,6 +10,7 @@ import (
 
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 // writePlanJSON writes the plan as one JSON document.
@@ -115,7 +116,7 @@ func outName(p *harness.Plan) string {
 	if len(p.Seeds) > 0 {
 		seed = p.Seeds[0]
 	}
-	if p.Kind == harness.KindMatrix {
+	if p.Kind == rundir.KindMatrix {
 		return fmt.Sprintf("<UTC time>-%d-%s-matrix", seed, p.Name)
 	}
 	return fmt.Sprintf("<UTC time>-%d-%s", seed, p.Rows[0].Label())

@@ -1,4 +1,4 @@
-package harness
+package rundir
 
 import (
 	"encoding/json"
@@ -31,9 +31,9 @@ type Entry struct {
 	Reward *float64 `json:"reward,omitempty"`
 }
 
-// historyRecord is one line of history.jsonl: an entry, a reward attached
+// HistoryRecord is one line of history.jsonl: an entry, a reward attached
 // to an entry by id, or a drop of pending ids after an unusable trace.
-type historyRecord struct {
+type HistoryRecord struct {
 	Type      string   `json:"type"` // entry | reward | drop
 	Entry     *Entry   `json:"entry,omitempty"`
 	IDs       []string `json:"ids,omitempty"`
@@ -60,7 +60,7 @@ type History struct {
 func OpenHistory(path string) (*History, error) {
 	h := &History{entries: map[string]*Entry{}, pending: map[string][]string{}}
 	err := durable.ReadLog(path, func(line []byte) error {
-		var rec historyRecord
+		var rec HistoryRecord
 		if err := json.Unmarshal(line, &rec); err != nil {
 			return err
 		}
@@ -78,7 +78,7 @@ func OpenHistory(path string) (*History, error) {
 	return h, nil
 }
 
-func (h *History) apply(rec historyRecord) error {
+func (h *History) apply(rec HistoryRecord) error {
 	switch rec.Type {
 	case "entry":
 		if rec.Entry == nil || rec.Entry.ID == "" {
@@ -126,7 +126,7 @@ func removeIDs(list, drop []string) []string {
 	return out
 }
 
-func (h *History) write(rec historyRecord) error {
+func (h *History) write(rec HistoryRecord) error {
 	if err := h.log.Append(rec); err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func (h *History) Add(e Entry) error {
 	if e.Created.IsZero() {
 		e.Created = time.Now().UTC()
 	}
-	return h.write(historyRecord{Type: "entry", Entry: &e})
+	return h.write(HistoryRecord{Type: "entry", Entry: &e})
 }
 
 // Settle hands the outcome of a task's trial to its pending entries: a usable
@@ -161,7 +161,7 @@ func (h *History) Settle(taskID string, iteration int, trialID string, reward *f
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rec := historyRecord{IDs: ids, TaskID: taskID, Iteration: iteration, TrialID: trialID, Status: status}
+	rec := HistoryRecord{IDs: ids, TaskID: taskID, Iteration: iteration, TrialID: trialID, Status: status}
 	if usable && reward != nil {
 		r := *reward
 		rec.Type, rec.Reward = "reward", &r

@@ -1,4 +1,4 @@
-package harness
+package rundir
 
 import (
 	"runtime/debug"
@@ -7,12 +7,12 @@ import (
 
 // Version is the harness release. Release builds set it with
 //
-//	-ldflags "-X github.com/mediated-coevo/harness/harness.Version=v1.2.3"
+//	-ldflags "-X github.com/mediated-coevo/harness/harness/rundir.Version=v1.2.3"
 //
 // and everything else reports "dev".
 var Version = "dev"
 
-// gitCommit may be set the same way (-X ...harness.gitCommit=<sha>[-dirty]);
+// gitCommit may be set the same way (-X ...rundir.gitCommit=<sha>[-dirty]);
 // when empty, GitCommit falls back to what the Go toolchain stamped into
 // the binary.
 var gitCommit = ""

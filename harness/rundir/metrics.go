@@ -1,4 +1,4 @@
-package harness
+package rundir
 
 import (
 	"fmt"
@@ -13,17 +13,11 @@ import (
 	"github.com/mediated-coevo/harness/internal/durable"
 )
 
-// metricsPartName is the file holding one iteration's rows. Re-running an
-// iteration after a crash rewrites the same name, so a run never holds two
-// parts for one iteration.
-func metricsPartName(iteration int) string {
-	return fmt.Sprintf("part-%05d.parquet", iteration)
-}
-
-// WriteMetricsPart writes one iteration's rows as a zstd-compressed Parquet
-// file, atomically (temporary name, fsync, rename).
+// WriteMetricsPart writes one iteration's rows into dir (a run's metrics
+// folder) as a zstd-compressed Parquet file, atomically (temporary name,
+// fsync, rename).
 func WriteMetricsPart(dir string, iteration int, rows []MetricRow) error {
-	path := filepath.Join(dir, metricsPartName(iteration))
+	path := filepath.Join(dir, MetricsPartName(iteration))
 	return durable.WriteFileFunc(path, 0o644, func(w io.Writer) error {
 		pw := parquet.NewGenericWriter[MetricRow](w,
 			parquet.Compression(&parquet.Zstd),
@@ -44,7 +38,7 @@ func ReadMetrics(dir string) ([]MetricRow, error) {
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() && strings.HasSuffix(path, ".parquet") && strings.Contains(filepath.ToSlash(path), "/metrics/") {
+		if !d.IsDir() && strings.HasSuffix(path, MetricsPartExt) && strings.Contains(filepath.ToSlash(path), "/"+MetricsDir+"/") {
 			files = append(files, path)
 		}
 		return nil

@@ -1,4 +1,4 @@
-package harness
+package rundir
 
 // MetricRow is one row of a run's metrics: one task in one iteration of one
 // run. The Parquet column names are the snake_case tags; docs/outputs.md

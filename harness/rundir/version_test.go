@@ -1,4 +1,4 @@
-package harness
+package rundir
 
 import (
 	"runtime/debug"

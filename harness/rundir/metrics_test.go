@@ -1,4 +1,4 @@
-package harness
+package rundir
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func TestMetricsReadByIndependentReader(t *testing.T) {
 	if err := WriteMetricsPart(dir, 3, rows); err != nil {
 		t.Fatal(err)
 	}
-	rdr, err := file.OpenParquetFile(filepath.Join(dir, metricsPartName(3)), false)
+	rdr, err := file.OpenParquetFile(filepath.Join(dir, MetricsPartName(3)), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package harness
+package rundir
 
 import (
 	"encoding/json"
@@ -23,8 +23,8 @@ func rundirTestConfig(t *testing.T) *config.Config {
 
 var rundirStart = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func rundirTestSpec(cfg *config.Config) RunDirSpec {
-	return RunDirSpec{
+func rundirTestSpec(cfg *config.Config) Spec {
+	return Spec{
 		Manifest: Manifest{Kind: KindRun, Condition: "learned_mediator", Policy: "all", Lab: "default",
 			Seed: 42, Tasks: []string{"a", "b"}, Iterations: 3},
 		Config: cfg,
@@ -33,12 +33,12 @@ func rundirTestSpec(cfg *config.Config) RunDirSpec {
 	}
 }
 
-func TestCreateRunDirLayoutAndFiles(t *testing.T) {
+func TestCreateLayoutAndFiles(t *testing.T) {
 	base := filepath.Join(t.TempDir(), "experiments")
 	cfg := rundirTestConfig(t)
-	d, err := CreateRunDir(base, rundirTestSpec(cfg))
+	d, err := Create(base, rundirTestSpec(cfg))
 	if err != nil {
-		t.Fatalf("CreateRunDir: %v", err)
+		t.Fatalf("Create: %v", err)
 	}
 	wantName := "20260102T030405Z-42-learned_mediator"
 	if d.ID != wantName || d.Path != filepath.Join(base, wantName) {
@@ -81,17 +81,17 @@ func TestCreateRunDirLayoutAndFiles(t *testing.T) {
 	}
 }
 
-func TestCreateRunDirNames(t *testing.T) {
+func TestCreateNames(t *testing.T) {
 	cfg := rundirTestConfig(t)
 	base := t.TempDir()
 
 	preset := rundirTestSpec(cfg)
 	preset.Manifest.Preset = "full_coevolution"
-	matrix := RunDirSpec{Manifest: Manifest{Kind: KindMatrix, Name: "baseline", Seed: 7}, Config: cfg, Now: rundirStart}
+	matrix := Spec{Manifest: Manifest{Kind: KindMatrix, Name: "baseline", Seed: 7}, Config: cfg, Now: rundirStart}
 
 	tests := []struct {
 		name string
-		spec RunDirSpec
+		spec Spec
 		want []string // successive creations with the same start time
 	}{
 		{"run named after its condition, then collision suffixes", rundirTestSpec(cfg),
@@ -103,9 +103,9 @@ func TestCreateRunDirNames(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, want := range tt.want {
-				d, err := CreateRunDir(base, tt.spec)
+				d, err := Create(base, tt.spec)
 				if err != nil {
-					t.Fatalf("CreateRunDir: %v", err)
+					t.Fatalf("Create: %v", err)
 				}
 				if d.ID != want {
 					t.Errorf("name = %s, want %s", d.ID, want)
@@ -115,9 +115,9 @@ func TestCreateRunDirNames(t *testing.T) {
 	}
 }
 
-func TestCreateRunDirMatrixHasNoRunLayout(t *testing.T) {
+func TestCreateMatrixHasNoRunLayout(t *testing.T) {
 	cfg := rundirTestConfig(t)
-	d, err := CreateRunDir(t.TempDir(), RunDirSpec{Manifest: Manifest{Kind: KindMatrix, Name: "m", Rows: []string{"r1"}}, Config: cfg})
+	d, err := Create(t.TempDir(), Spec{Manifest: Manifest{Kind: KindMatrix, Name: "m", Rows: []string{"r1"}}, Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,39 +131,39 @@ func TestCreateRunDirMatrixHasNoRunLayout(t *testing.T) {
 	}
 }
 
-func TestCreateRunDirExactNameRefusesExisting(t *testing.T) {
+func TestCreateExactNameRefusesExisting(t *testing.T) {
 	cfg := rundirTestConfig(t)
 	base := t.TempDir()
 	spec := rundirTestSpec(cfg)
 	spec.DirName = "row-a"
-	if _, err := CreateRunDir(base, spec); err != nil {
+	if _, err := Create(base, spec); err != nil {
 		t.Fatal(err)
 	}
-	_, err := CreateRunDir(base, spec)
+	_, err := Create(base, spec)
 	if err == nil || !strings.Contains(err.Error(), "already exists") {
-		t.Fatalf("second CreateRunDir with the same name: err = %v, want already exists", err)
+		t.Fatalf("second Create with the same name: err = %v, want already exists", err)
 	}
 }
 
-func TestCreateRunDirBadInputCreatesNothing(t *testing.T) {
+func TestCreateBadInputCreatesNothing(t *testing.T) {
 	cfg := rundirTestConfig(t)
 	tests := []struct {
 		name   string
-		mutate func(*RunDirSpec)
+		mutate func(*Spec)
 	}{
-		{"no config", func(s *RunDirSpec) { s.Config = nil }},
-		{"label with a path separator", func(s *RunDirSpec) { s.Manifest.Condition = "../escape" }},
-		{"no label", func(s *RunDirSpec) { s.Manifest.Condition = "" }},
-		{"unknown kind", func(s *RunDirSpec) { s.Manifest.Kind = "sweep" }},
-		{"bad exact name", func(s *RunDirSpec) { s.DirName = "a/b" }},
+		{"no config", func(s *Spec) { s.Config = nil }},
+		{"label with a path separator", func(s *Spec) { s.Manifest.Condition = "../escape" }},
+		{"no label", func(s *Spec) { s.Manifest.Condition = "" }},
+		{"unknown kind", func(s *Spec) { s.Manifest.Kind = "sweep" }},
+		{"bad exact name", func(s *Spec) { s.DirName = "a/b" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			base := filepath.Join(t.TempDir(), "out")
 			spec := rundirTestSpec(cfg)
 			tt.mutate(&spec)
-			if _, err := CreateRunDir(base, spec); err == nil {
-				t.Fatal("CreateRunDir succeeded")
+			if _, err := Create(base, spec); err == nil {
+				t.Fatal("Create succeeded")
 			}
 			if _, err := os.Stat(base); !os.IsNotExist(err) {
 				t.Errorf("output directory was created (stat err %v)", err)
@@ -174,13 +174,13 @@ func TestCreateRunDirBadInputCreatesNothing(t *testing.T) {
 
 // No API key may reach a run directory, even when it shows up in the
 // command line or the manifest.
-func TestCreateRunDirHoldsNoSecret(t *testing.T) {
+func TestCreateHoldsNoSecret(t *testing.T) {
 	const secret = "secret-value"
 	t.Setenv("OPENROUTER_API_KEY", secret)
 	cfg := rundirTestConfig(t)
 	spec := rundirTestSpec(cfg)
 	spec.Meta.Args = append(spec.Meta.Args, "--note="+secret)
-	d, err := CreateRunDir(t.TempDir(), spec)
+	d, err := Create(t.TempDir(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,9 +210,9 @@ func TestCreateRunDirHoldsNoSecret(t *testing.T) {
 	}
 }
 
-func TestRunDirManifestRoundTrip(t *testing.T) {
+func TestManifestRoundTrip(t *testing.T) {
 	cfg := rundirTestConfig(t)
-	d, err := CreateRunDir(t.TempDir(), rundirTestSpec(cfg))
+	d, err := Create(t.TempDir(), rundirTestSpec(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,9 +225,9 @@ func TestRunDirManifestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := OpenRunDir(d.Path)
+	again, err := Open(d.Path)
 	if err != nil {
-		t.Fatalf("OpenRunDir: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
 	m := again.Manifest()
 	if m.Status != StatusCompleted || m.CompletedIterations != 3 || m.FinishedAt == nil || m.Counts["env_failure"] != 1 || again.ID != d.ID {
@@ -236,14 +236,14 @@ func TestRunDirManifestRoundTrip(t *testing.T) {
 	// The copy handed out is not the one kept.
 	m.Counts["scored"] = 99
 	if again.Manifest().Counts["scored"] != 5 {
-		t.Error("Manifest() shares its map with the RunDir")
+		t.Error("Manifest() shares its map with the Dir")
 	}
 	if _, err := again.ResolvedConfig(); err != nil {
 		t.Errorf("ResolvedConfig: %v", err)
 	}
 }
 
-func TestOpenRunDirErrors(t *testing.T) {
+func TestOpenErrors(t *testing.T) {
 	dir := t.TempDir()
 	notJSON := filepath.Join(dir, "bad")
 	os.MkdirAll(notJSON, 0o755)
@@ -261,16 +261,16 @@ func TestOpenRunDirErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(filepath.Base(tt.path), func(t *testing.T) {
-			_, err := OpenRunDir(tt.path)
+			_, err := Open(tt.path)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("OpenRunDir(%s) = %v, want %q", tt.path, err, tt.want)
+				t.Errorf("Open(%s) = %v, want %q", tt.path, err, tt.want)
 			}
 		})
 	}
 }
 
-func TestRunDirOpenLog(t *testing.T) {
-	d, err := CreateRunDir(t.TempDir(), rundirTestSpec(rundirTestConfig(t)))
+func TestOpenLog(t *testing.T) {
+	d, err := Create(t.TempDir(), rundirTestSpec(rundirTestConfig(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,11 @@
-package harness
+// Package rundir owns the on-disk format of run and matrix directories:
+// every file and folder name in them, the manifest (run.json) with its
+// kinds and statuses, the checkpoint (state.json), the history, the metric
+// rows and their Parquet parts, and the build information recorded with
+// them. The orchestrator writes through it and the readers (inspect,
+// report) read through it, so the format is defined once and readers need
+// none of the orchestrator's dependencies.
+package rundir
 
 import (
 	"bytes"
@@ -19,52 +26,14 @@ import (
 	"github.com/mediated-coevo/harness/internal/durable"
 )
 
-// Kinds of run directory.
-const (
-	KindRun    = "run"
-	KindMatrix = "matrix"
-)
-
-// Manifest statuses (run.json "status").
-const (
-	StatusRunning     = "running"
-	StatusCompleted   = "completed"
-	StatusFailed      = "failed"
-	StatusInterrupted = "interrupted"
-)
-
-// Files at the top of a run or matrix directory.
-const (
-	ManifestFile   = "run.json"
-	ConfigFile     = "config.toml"
-	MatrixPlanFile = "matrix.toml"
-)
-
-// DirTimeFormat is the UTC timestamp that starts a run directory's name.
-const DirTimeFormat = "20060102T150405Z"
-
-// runLayout lists the directories every run (one row) starts with; see
-// docs/outputs.md. A matrix directory holds row directories instead.
-var runLayout = []string{
-	"metrics",
-	filepath.Join("artifacts", "reports"),
-	filepath.Join("artifacts", "traces"),
-	filepath.Join("artifacts", "validation"),
-	"history",
-	"jobs",
-	"skills",
-	"skills_snapshots",
-	"notes",
-}
-
 // Manifest is run.json: what a run or matrix is, how far it got and how it
 // ended. It is rewritten atomically on every change, so a reader (inspect,
 // resume) always sees a complete one.
 type Manifest struct {
 	ID     string `json:"id"`   // the directory name
-	Kind   string `json:"kind"` // run | matrix
+	Kind   Kind   `json:"kind"` // run | matrix
 	Name   string `json:"name,omitempty"`
-	Status string `json:"status"` // running | completed | failed | interrupted
+	Status Status `json:"status"` // running | completed | failed | interrupted | budget_exhausted
 
 	StartedAt  time.Time  `json:"started_at"`
 	UpdatedAt  time.Time  `json:"updated_at"`
@@ -136,8 +105,8 @@ func (m Manifest) clone() Manifest {
 	return m
 }
 
-// RunDir is an open run or matrix directory.
-type RunDir struct {
+// Dir is an open run or matrix directory.
+type Dir struct {
 	Path string // as given (joined with the base), not made absolute
 	ID   string // the directory name
 
@@ -148,13 +117,13 @@ type RunDir struct {
 	secrets []string
 }
 
-// RunDirSpec describes a directory to create.
-type RunDirSpec struct {
+// Spec describes a directory to create.
+type Spec struct {
 	// Manifest is the initial run.json. Kind (default run), Seed and the
 	// label fields are read from it: a run is named after its Preset, or
 	// its Condition when there is none; a matrix after its Name. ID, Status,
 	// the times, HarnessVersion, GitCommit and ConfigFingerprint are filled
-	// in by CreateRunDir.
+	// in by Create.
 	Manifest Manifest
 	// DirName, when set, is the exact directory name (a matrix row uses its
 	// row name); an existing directory of that name is an error. Empty
@@ -171,20 +140,20 @@ type RunDirSpec struct {
 
 var dirLabelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
-// CheckDirLabel reports whether s can be used in a run directory name.
-func CheckDirLabel(s string) error {
+// CheckLabel reports whether s can be used in a run directory name.
+func CheckLabel(s string) error {
 	if len(s) > 100 || !dirLabelRE.MatchString(s) {
 		return fmt.Errorf("%q cannot be part of a directory name: use letters, digits, '_', '.' and '-' (at most 100, starting with a letter or digit)", s)
 	}
 	return nil
 }
 
-// CreateRunDir creates a new run or matrix directory under base with its
+// Create creates a new run or matrix directory under base with its
 // layout, config.toml (the resolved configuration, CLI arguments, harness
 // version and git commit; never an API key) and run.json (status running).
 // Nothing is created when the inputs are invalid; if writing the files
 // fails, the new directory is removed again.
-func CreateRunDir(base string, spec RunDirSpec) (*RunDir, error) {
+func Create(base string, spec Spec) (*Dir, error) {
 	if spec.Config == nil {
 		return nil, errors.New("create run directory: no configuration to record")
 	}
@@ -203,7 +172,7 @@ func CreateRunDir(base string, spec RunDirSpec) (*RunDir, error) {
 
 	var candidates func(i int) string
 	if spec.DirName != "" {
-		if err := CheckDirLabel(spec.DirName); err != nil {
+		if err := CheckLabel(spec.DirName); err != nil {
 			return nil, fmt.Errorf("create run directory: %w", err)
 		}
 		candidates = func(i int) string {
@@ -223,7 +192,7 @@ func CreateRunDir(base string, spec RunDirSpec) (*RunDir, error) {
 		if label == "" {
 			return nil, fmt.Errorf("create %s directory: no condition, preset or name to name it after", m.Kind)
 		}
-		if err := CheckDirLabel(label); err != nil {
+		if err := CheckLabel(label); err != nil {
 			return nil, fmt.Errorf("create run directory: %w", err)
 		}
 		stem := fmt.Sprintf("%s-%d-%s", now.Format(DirTimeFormat), m.Seed, label)
@@ -278,7 +247,7 @@ func CreateRunDir(base string, spec RunDirSpec) (*RunDir, error) {
 	m.HarnessVersion = meta.Version
 	m.GitCommit = meta.GitCommit
 	m.ConfigFingerprint = config.Fingerprint(spec.Config)
-	d := &RunDir{Path: path, ID: name, manifest: m, secrets: secretValues(spec.Config)}
+	d := &Dir{Path: path, ID: name, manifest: m, secrets: secretValues(spec.Config)}
 
 	if err := d.populate(m.Kind, cfgText.Bytes()); err != nil {
 		// Only this call wrote into the directory, which did not exist before.
@@ -288,7 +257,7 @@ func CreateRunDir(base string, spec RunDirSpec) (*RunDir, error) {
 	return d, nil
 }
 
-func (d *RunDir) populate(kind string, cfgText []byte) error {
+func (d *Dir) populate(kind Kind, cfgText []byte) error {
 	if kind == KindRun {
 		for _, sub := range runLayout {
 			if err := os.MkdirAll(filepath.Join(d.Path, sub), 0o755); err != nil {
@@ -302,9 +271,9 @@ func (d *RunDir) populate(kind string, cfgText []byte) error {
 	return d.writeManifest(d.manifest)
 }
 
-// OpenRunDir opens an existing run or matrix directory by its run.json, for
+// Open opens an existing run or matrix directory by its run.json, for
 // resume and inspection.
-func OpenRunDir(path string) (*RunDir, error) {
+func Open(path string) (*Dir, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -334,7 +303,7 @@ func OpenRunDir(path string) (*RunDir, error) {
 	if id == "" {
 		id = filepath.Base(filepath.Clean(path))
 	}
-	d := &RunDir{Path: path, ID: id, manifest: m}
+	d := &Dir{Path: path, ID: id, manifest: m}
 	if cfg, err := d.ResolvedConfig(); err == nil {
 		d.secrets = secretValues(cfg)
 	}
@@ -347,7 +316,7 @@ func OpenRunDir(path string) (*RunDir, error) {
 // new fingerprint and a forced_resumes entry, so every iteration can be
 // traced to the configuration it ran under. Nothing changes when cfg has
 // the recorded fingerprint.
-func (d *RunDir) RecordForcedResume(cfg *config.Config, meta config.RunMeta, from int) error {
+func (d *Dir) RecordForcedResume(cfg *config.Config, meta config.RunMeta, from int) error {
 	now := config.Fingerprint(cfg)
 	was := d.Manifest().ConfigFingerprint
 	if was == now {
@@ -396,7 +365,7 @@ func fileExists(path string) bool {
 }
 
 // ResolvedConfig reads back the configuration the run recorded.
-func (d *RunDir) ResolvedConfig() (*config.Config, error) {
+func (d *Dir) ResolvedConfig() (*config.Config, error) {
 	p := filepath.Join(d.Path, ConfigFile)
 	data, err := os.ReadFile(p)
 	if err != nil {
@@ -406,7 +375,7 @@ func (d *RunDir) ResolvedConfig() (*config.Config, error) {
 }
 
 // Manifest returns a copy of the current manifest.
-func (d *RunDir) Manifest() Manifest {
+func (d *Dir) Manifest() Manifest {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.manifest.clone()
@@ -415,7 +384,7 @@ func (d *RunDir) Manifest() Manifest {
 // UpdateManifest applies fn to the manifest and rewrites run.json
 // atomically. If the write fails, the manifest in memory is unchanged. It
 // is safe for concurrent use.
-func (d *RunDir) UpdateManifest(fn func(*Manifest)) error {
+func (d *Dir) UpdateManifest(fn func(*Manifest)) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	m := d.manifest.clone()
@@ -428,7 +397,7 @@ func (d *RunDir) UpdateManifest(fn func(*Manifest)) error {
 	return nil
 }
 
-func (d *RunDir) writeManifest(m Manifest) error {
+func (d *Dir) writeManifest(m Manifest) error {
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", ManifestFile, err)
@@ -442,28 +411,28 @@ func (d *RunDir) writeManifest(m Manifest) error {
 }
 
 // Join returns a path inside the directory.
-func (d *RunDir) Join(elem ...string) string {
+func (d *Dir) Join(elem ...string) string {
 	return filepath.Join(append([]string{d.Path}, elem...)...)
 }
 
 // MetricsDir is where the Parquet parts of a run go.
-func (d *RunDir) MetricsDir() string { return d.Join("metrics") }
+func (d *Dir) MetricsDir() string { return d.Join(MetricsDir) }
 
 // RowPath is the directory of a matrix row.
-func (d *RunDir) RowPath(row string) string { return d.Join(row) }
+func (d *Dir) RowPath(row string) string { return d.Join(row) }
 
 // OpenRow opens the directory of a matrix row that has been created.
-func (d *RunDir) OpenRow(row string) (*RunDir, error) {
-	if err := CheckDirLabel(row); err != nil {
+func (d *Dir) OpenRow(row string) (*Dir, error) {
+	if err := CheckLabel(row); err != nil {
 		return nil, fmt.Errorf("open row: %w", err)
 	}
-	return OpenRunDir(d.RowPath(row))
+	return Open(d.RowPath(row))
 }
 
 // OpenLog opens (creating if needed) an append-only JSONL file at rel, a
 // path relative to the directory such as "history/history.jsonl". A path
 // leaving the directory is refused.
-func (d *RunDir) OpenLog(rel string) (*durable.Log, error) {
+func (d *Dir) OpenLog(rel string) (*durable.Log, error) {
 	p, err := d.inside(rel)
 	if err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
@@ -473,7 +442,7 @@ func (d *RunDir) OpenLog(rel string) (*durable.Log, error) {
 
 // WriteFileFunc writes the file at rel (relative to the directory)
 // atomically; a path leaving the directory is refused.
-func (d *RunDir) WriteFileFunc(rel string, write func(io.Writer) error) error {
+func (d *Dir) WriteFileFunc(rel string, write func(io.Writer) error) error {
 	p, err := d.inside(rel)
 	if err != nil {
 		return fmt.Errorf("write file: %w", err)
@@ -482,7 +451,7 @@ func (d *RunDir) WriteFileFunc(rel string, write func(io.Writer) error) error {
 }
 
 // inside resolves rel within the directory, refusing paths that leave it.
-func (d *RunDir) inside(rel string) (string, error) {
+func (d *Dir) inside(rel string) (string, error) {
 	if rel == "" || filepath.IsAbs(rel) || !filepath.IsLocal(rel) {
 		return "", fmt.Errorf("%q must be a relative path inside the run directory %s", rel, d.Path)
 	}

@@ -1,0 +1,148 @@
+package rundir
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+)
+
+// Kind says whether a directory holds one run or a matrix of runs.
+type Kind string
+
+// Kinds of run directory.
+const (
+	KindRun    Kind = "run"
+	KindMatrix Kind = "matrix"
+)
+
+// Status is how far a run or matrix got (run.json "status"). A run's result
+// uses the same words, so the two are one type.
+type Status string
+
+// Manifest statuses.
+const (
+	StatusRunning     Status = "running"
+	StatusCompleted   Status = "completed"
+	StatusFailed      Status = "failed"
+	StatusInterrupted Status = "interrupted"
+	// StatusBudgetExhausted marks a run or matrix stopped by a budget.
+	StatusBudgetExhausted Status = "budget_exhausted"
+)
+
+// Files at the top of a run or matrix directory.
+const (
+	ManifestFile   = "run.json"
+	ConfigFile     = "config.toml"
+	MatrixPlanFile = "matrix.toml"
+	// StateFile is a run's checkpoint; see State.
+	StateFile = "state.json"
+)
+
+// DefaultRoot is where run and matrix directories go unless told otherwise.
+const DefaultRoot = "data/experiments"
+
+// DirTimeFormat is the UTC timestamp that starts a run directory's name.
+const DirTimeFormat = "20060102T150405Z"
+
+// Folders of a run directory, relative to it; docs/outputs.md describes
+// each. A matrix directory holds row directories instead.
+const (
+	MetricsDir    = "metrics"
+	ReportsDir    = "artifacts/reports"
+	TracesDir     = "artifacts/traces"
+	ValidationDir = "artifacts/validation"
+	HistoryDir    = "history"
+	JobsDir       = "jobs"
+	SkillsDir     = "skills"
+	// SnapshotsDir keeps every skill version a run used, by role and hash.
+	SnapshotsDir = "skills_snapshots"
+	// NotesDir is where people drop notes for a running run.
+	NotesDir = "notes"
+)
+
+// ReportOutputDir is where `harness report` writes inside the directory it
+// reports on, unless told otherwise.
+const ReportOutputDir = "report"
+
+// runLayout lists the directories every run (one row) starts with.
+var runLayout = []string{
+	MetricsDir,
+	ReportsDir,
+	TracesDir,
+	ValidationDir,
+	HistoryDir,
+	JobsDir,
+	SkillsDir,
+	SnapshotsDir,
+	NotesDir,
+}
+
+// The append-only files of a run, relative to its directory.
+const (
+	HistoryFile      = "history/history.jsonl"
+	RejectedFile     = "history/rejected_proposals.jsonl"
+	SkillUpdatesFile = "history/skill_updates.jsonl"
+	ReflectionsFile  = "history/reflections.jsonl"
+)
+
+// MetricsPartExt ends the name of every metrics part.
+const MetricsPartExt = ".parquet"
+
+// MetricsPartPattern matches the names MetricsPartName gives (filepath.Match).
+const MetricsPartPattern = "part-*" + MetricsPartExt
+
+const metricsPartFormat = "part-%05d" + MetricsPartExt
+
+// MetricsPartName is the file, in MetricsDir, holding one iteration's rows.
+// Re-running an iteration after a crash rewrites the same name, so a run
+// never holds two parts for one iteration.
+func MetricsPartName(iteration int) string {
+	return fmt.Sprintf(metricsPartFormat, iteration)
+}
+
+// ParseMetricsPart reads the iteration back from a part's base name.
+func ParseMetricsPart(name string) (iteration int, ok bool) {
+	_, err := fmt.Sscanf(name, metricsPartFormat, &iteration)
+	return iteration, err == nil
+}
+
+// iterationName is how an iteration appears in a file or folder name.
+func iterationName(iteration int) string { return fmt.Sprintf("%04d", iteration) }
+
+// TracePath is where the trace of a task's trial in an iteration is kept,
+// relative to the run directory.
+func TracePath(task string, iteration int) string {
+	return filepath.Join(TracesDir, task, iterationName(iteration)+".json")
+}
+
+// ReportPath is where the Mediator's report on a task's trial in an
+// iteration is kept, relative to the run directory.
+func ReportPath(task string, iteration int) string {
+	return filepath.Join(ReportsDir, task, iterationName(iteration)+".json")
+}
+
+// JobDir is the working directory of a task's trial in an iteration,
+// relative to the run directory.
+func JobDir(task string, iteration int) string {
+	return filepath.Join(JobsDir, task, iterationName(iteration))
+}
+
+// ValidationBatchDir holds the evidence of one batch's validation, relative
+// to the run directory.
+func ValidationBatchDir(batchID string) string {
+	return filepath.Join(ValidationDir, batchID)
+}
+
+// DecisionFile, in a ValidationBatchDir, records the gate's decision.
+const DecisionFile = "decision.json"
+
+// ValidationTrialDir is the working directory of one validation trial,
+// relative to its ValidationBatchDir.
+func ValidationTrialDir(arm, task string, index int) string {
+	return filepath.Join(arm, task, "k"+strconv.Itoa(index))
+}
+
+// NotePath is a note's file, relative to the run directory.
+func NotePath(name string) string {
+	return filepath.Join(NotesDir, name)
+}
