@@ -23,7 +23,7 @@ func Allowed() map[string][]string {
 		"config":                {"conditions"},
 		"internal/durable":      {},
 		"internal/dockertest":   {},
-		"internal/importrules":  {},
+		"internal/layout":       {},
 		"skills":                {"conditions", "internal/durable"},
 		"benchmarks":            {"config", "conditions"},
 		"llm/prompt":            {},
