@@ -14,16 +14,16 @@ type Clients struct {
 	offline bool
 }
 
-// NewClients builds a client for every role of the configuration. seed
-// feeds the offline provider.
-func NewClients(cfg *config.Config, ledger *llm.Ledger, seed int64) (*Clients, error) {
+// NewClients builds a client for every role of the configuration, each on a
+// provider from providers. seed feeds the offline provider.
+func NewClients(cfg *config.Config, ledger *llm.Ledger, seed int64, providers ProviderFunc) (*Clients, error) {
 	c := &Clients{byRole: map[conditions.Role]*llm.Client{}, offline: true}
 	for _, role := range conditions.ModelRoles() {
 		m, err := cfg.Model(role)
 		if err != nil {
 			return nil, err
 		}
-		p, err := llm.NewProvider(m, seed)
+		p, err := providers(m, seed)
 		if err != nil {
 			return nil, fmt.Errorf("model for role %s: %w", role, err)
 		}

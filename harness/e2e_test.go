@@ -13,8 +13,10 @@ import (
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/executor"
 	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/internal/dockertest"
+	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/skills"
 )
 
@@ -36,6 +38,33 @@ func requireEngine(t *testing.T) {
 	if _, err := cli.ImageInspect(context.Background(), "harness-base:bookworm"); err != nil {
 		dockertest.Unavailable(t, "harness-base:bookworm is absent: build it with `make base-image` first")
 	}
+}
+
+// onEngine completes o as the command line does: the plan's tasks and
+// validation pool resolved, the Docker backend and the configured model
+// providers.
+func onEngine(t *testing.T, o ExecOptions) ExecOptions {
+	t.Helper()
+	cfg := o.Plan.Config()
+	r, err := benchmarks.NewResolver(cfg.ExecutorRuntime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Tasks, err = r.Resolve(context.Background(), o.Plan.Tasks); err != nil {
+		t.Fatal(err)
+	}
+	if ids := cfg.Validation.Pool; len(ids) > 0 {
+		if o.Pool, err = r.Resolve(context.Background(), ids); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := executor.NewDocker(context.Background(), cfg.ExecutorRuntime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	o.Backend, o.Providers = d, llm.NewProvider
+	return o
 }
 
 func e2eConfig(t *testing.T) *config.Config {
@@ -63,7 +92,7 @@ func TestOfflineRunEachCondition(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := Execute(context.Background(), ExecOptions{Config: cfg, Plan: p})
+			out, err := Execute(context.Background(), onEngine(t, ExecOptions{Plan: p}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +143,7 @@ func TestOfflineFullCoevolutionOnSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := Execute(context.Background(), ExecOptions{Config: cfg, Plan: p})
+	out, err := Execute(context.Background(), onEngine(t, ExecOptions{Plan: p}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,11 +210,11 @@ func TestMatrixInterruptedMidRowResumes(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var done atomic.Int32
-	out, err := Execute(ctx, ExecOptions{Config: cfg, Plan: p, Events: func(e Event) {
+	out, err := Execute(ctx, onEngine(t, ExecOptions{Plan: p, Events: func(e Event) {
 		if e.Kind == "trial_done" && done.Add(1) == 5 {
 			cancel() // mid-row: the third iteration-trial of some row
 		}
-	}})
+	}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +225,7 @@ func TestMatrixInterruptedMidRowResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out2, err := Execute(context.Background(), ExecOptions{Config: cfg, Plan: resumed})
+	out2, err := Execute(context.Background(), onEngine(t, ExecOptions{Plan: resumed}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +250,7 @@ func TestMatrixInterruptedMidRowResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out3, err := Execute(context.Background(), ExecOptions{Config: cfg, Plan: again})
+	out3, err := Execute(context.Background(), onEngine(t, ExecOptions{Plan: again}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,15 +20,19 @@ import (
 
 // ExecOptions is everything Execute needs beyond the plan.
 type ExecOptions struct {
-	Config *config.Config
-	Plan   *Plan
+	// Plan is what runs; its Config is the configuration it runs with.
+	Plan *Plan
+	// Tasks are the plan's tasks and Pool the configuration's validation
+	// pool, resolved by the caller.
+	Tasks, Pool []*benchmarks.Task
+	// Backend provides the trials' sandboxes; Providers reach the models.
+	Backend   Backend
+	Providers ProviderFunc
 	// Args are the command-line arguments, recorded in config.toml.
 	Args []string
 	// ForceResume continues a run whose configuration changed.
 	ForceResume bool
 	Events      func(Event)
-	// Backend overrides the Docker backend (tests); nil means Docker.
-	Backend executor.Backend
 	// OnStart, when set, is told the directory as soon as it exists.
 	OnStart func(dir string)
 }
@@ -55,58 +60,21 @@ type Outcome struct {
 	Err         error `json:"-"`
 }
 
-// Execute carries out a plan: it resolves the tasks, prepares the sandbox
-// backend and the model clients, creates (or reopens, for --resume) the run
-// or matrix directory and runs every row.
+// Execute carries out a plan with the backend and model providers it is
+// given: it creates (or reopens, for --resume) the run or matrix directory
+// and runs every row.
 func Execute(ctx context.Context, o ExecOptions) (*Outcome, error) {
-	cfg := o.Config.Clone()
 	p := o.Plan
-	if p.Offline {
-		cfg.SetOffline()
+	cfg := p.Config()
+	switch {
+	case cfg == nil:
+		return nil, errors.New("execute: the plan has no configuration; build it with BuildRunPlan or BuildMatrixPlan")
+	case o.Backend == nil:
+		return nil, errors.New("execute: no sandbox backend")
+	case o.Providers == nil:
+		return nil, errors.New("execute: no model providers")
 	}
-	if p.BudgetTokens > 0 {
-		cfg.Budget.MaxTokens = p.BudgetTokens
-	}
-	if p.BudgetUSD > 0 {
-		cfg.Budget.MaxUSD = p.BudgetUSD
-	}
-	if p.Concurrency > 0 {
-		// -j bounds the trials running at once across all rows; max_containers
-		// stays a hard cap on live containers above it.
-		cfg.ExecutorRuntime.Concurrency = p.Concurrency
-		cfg.ExecutorRuntime.MaxContainers = min(max(cfg.ExecutorRuntime.MaxContainers, 1), p.Concurrency)
-	}
-	// The recorded configuration says what was run, not what the file said.
-	if p.Iterations > 0 {
-		cfg.Experiment.Iterations = p.Iterations
-	}
-	if len(p.Seeds) > 0 {
-		cfg.Experiment.Seed = p.Seeds[0]
-	}
-	resolver, err := benchmarks.NewResolver(cfg.ExecutorRuntime)
-	if err != nil {
-		return nil, err
-	}
-	tasks, err := resolver.Resolve(ctx, p.Tasks)
-	if err != nil {
-		return nil, fmt.Errorf("resolve tasks: %w", err)
-	}
-	var pool []*benchmarks.Task
-	if ids := cfg.Validation.Pool; len(ids) > 0 {
-		if pool, err = resolver.Resolve(ctx, ids); err != nil {
-			return nil, fmt.Errorf("resolve the validation pool: %w", err)
-		}
-	}
-	backend := o.Backend
-	if backend == nil {
-		d, err := executor.NewDocker(ctx, cfg.ExecutorRuntime)
-		if err != nil {
-			return nil, err
-		}
-		defer d.Close()
-		backend = d
-	}
-	trials := &executor.Runner{Backend: backend, Runtime: cfg.ExecutorRuntime, RewardMode: cfg.Experiment.RewardMode}
+	trials := newTrialRunner(o.Backend, cfg)
 	ledger := llm.NewLedger(llm.Limits{MaxTokens: cfg.Budget.MaxTokens, MaxUSD: cfg.Budget.MaxUSD, WallClock: cfg.Budget.WallClock.Duration})
 
 	if events := o.Events; events != nil {
@@ -115,7 +83,7 @@ func Execute(ctx context.Context, o ExecOptions) (*Outcome, error) {
 			events(e)
 		}
 	}
-	ex := &execution{opts: o, cfg: cfg, tasks: tasks, pool: pool, trials: trials, ledger: ledger}
+	ex := &execution{opts: o, cfg: cfg, tasks: o.Tasks, pool: o.Pool, trials: trials, ledger: ledger}
 	if p.Kind == rundir.KindMatrix {
 		return ex.matrix(ctx)
 	}
@@ -187,12 +155,12 @@ func (ex *execution) single(ctx context.Context) (*Outcome, error) {
 func (ex *execution) runRow(ctx context.Context, d *rundir.Dir, row RowSpec, matrixID string, ledger *llm.Ledger) RowOutcome {
 	p := ex.opts.Plan
 	ro := RowOutcome{Name: row.Name, Dir: d.Path}
-	clients, err := NewClients(ex.cfg, ledger, row.Seed)
+	clients, err := NewClients(ex.cfg, ledger, row.Seed, ex.opts.Providers)
 	if err != nil {
 		ro.Status, ro.Error, ro.Result = rundir.StatusFailed, err.Error(), Result{Status: rundir.StatusFailed, Err: err}
 		return ro
 	}
-	newAgent, err := ex.agentFactory(row, clients)
+	newAgent, err := agentFactory(ex.cfg, ex.opts.Plan.Agent, row.Lab, clients)
 	if err != nil {
 		ro.Status, ro.Error, ro.Result = rundir.StatusFailed, err.Error(), Result{Status: rundir.StatusFailed, Err: err}
 		return ro
@@ -212,14 +180,16 @@ func (ex *execution) runRow(ctx context.Context, d *rundir.Dir, row RowSpec, mat
 	return ro
 }
 
-func (ex *execution) agentFactory(row RowSpec, clients *Clients) (AgentFactory, error) {
-	switch ex.opts.Plan.Agent {
+// agentFactory returns the agents of one kind; a lab agent plays lab with
+// the model clients.
+func agentFactory(cfg *config.Config, kind, labID string, clients *Clients) (AgentFactory, error) {
+	switch kind {
 	case AgentOracle:
 		return func(string) executor.Agent { return executor.OracleAgent{} }, nil
 	case AgentNop:
 		return func(string) executor.Agent { return executor.NopAgent{} }, nil
 	case AgentLab, "":
-		lab, err := ex.cfg.Lab(row.Lab)
+		lab, err := cfg.Lab(labID)
 		if err != nil {
 			return nil, err
 		}
@@ -228,7 +198,7 @@ func (ex *execution) agentFactory(row RowSpec, clients *Clients) (AgentFactory, 
 		window, maxOut := map[conditions.Role]int{}, map[conditions.Role]int{}
 		for _, role := range roles {
 			byRole[role] = clients.Get(role)
-			if m, err := ex.cfg.Model(role); err == nil {
+			if m, err := cfg.Model(role); err == nil {
 				window[role] = m.ContextTokens
 				maxOut[role] = m.MaxTokens
 			}
@@ -240,7 +210,7 @@ func (ex *execution) agentFactory(row RowSpec, clients *Clients) (AgentFactory, 
 			return a
 		}, nil
 	}
-	return nil, fmt.Errorf("unknown agent %q: use lab, oracle or nop", ex.opts.Plan.Agent)
+	return nil, fmt.Errorf("unknown agent %q: use lab, oracle or nop", kind)
 }
 
 // matrix runs every row of a matrix plan, rows concurrently up to -j, all

@@ -94,6 +94,8 @@ type Plan struct {
 	OutDir string `json:"out_dir"`
 	// done holds, when resuming, each run's or row's completed iterations.
 	done map[string]int
+	// config is what the plan runs with; see Config.
+	config *config.Config
 	// Notes are caveats a reader of the plan should know.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -121,7 +123,11 @@ type PlanOptions struct {
 	Agent       string
 	Offline     bool
 	Concurrency int
-	OutDir      string
+	// BudgetUSD and BudgetTokens, when set, replace [budget]'s limits (0:
+	// unlimited).
+	BudgetUSD    *float64
+	BudgetTokens *int64
+	OutDir       string
 	// Resume is a run or matrix directory to continue. Its own design
 	// (rows, tasks, seeds) is used; Iterations may extend it.
 	Resume string
@@ -131,6 +137,7 @@ type PlanOptions struct {
 // inputs (the design rules, the lab, the agent, prices under a dollar
 // budget) and touches nothing on disk except reading a resumed directory.
 func BuildRunPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
+	cfg = o.apply(cfg)
 	p := &Plan{Kind: rundir.KindRun, OutDir: o.OutDir}
 	var resumed *rundir.Manifest
 	if o.Resume != "" {
@@ -196,6 +203,7 @@ func BuildRunPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 	if err := p.estimate(cfg); err != nil {
 		return nil, err
 	}
+	p.settle(cfg)
 	return p, nil
 }
 
@@ -203,6 +211,7 @@ func BuildRunPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 // row checked against the design rules and the configuration. It touches
 // nothing on disk except reading a resumed directory.
 func BuildMatrixPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
+	cfg = o.apply(cfg)
 	p := &Plan{Kind: rundir.KindMatrix, OutDir: o.OutDir}
 	var resumed *rundir.Dir
 	if o.Resume != "" {
@@ -267,8 +276,57 @@ func BuildMatrixPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 	if err := p.estimate(cfg); err != nil {
 		return nil, err
 	}
+	p.settle(cfg)
 	return p, nil
 }
+
+// apply returns a copy of cfg with the command-line choices of o in place
+// of the configuration's own: --offline, the budgets and -j. This is the
+// one place they are applied; the plan is checked, estimated and run with
+// the copy.
+func (o *PlanOptions) apply(cfg *config.Config) *config.Config {
+	if cfg == nil {
+		return nil
+	}
+	cfg = cfg.Clone()
+	if o.Offline {
+		cfg.SetOffline()
+	}
+	if o.BudgetUSD != nil {
+		cfg.Budget.MaxUSD = *o.BudgetUSD
+	}
+	if o.BudgetTokens != nil {
+		cfg.Budget.MaxTokens = *o.BudgetTokens
+	}
+	if o.Concurrency > 0 {
+		cfg.ExecutorRuntime.Concurrency = o.Concurrency
+	}
+	return cfg
+}
+
+// settle records in cfg what the plan decided beyond the command line, so
+// the run's config.toml says what was run, and keeps it as the plan's.
+func (p *Plan) settle(cfg *config.Config) {
+	// A resumed offline run stays offline whatever the configuration says.
+	if p.Offline {
+		cfg.SetOffline()
+	}
+	// -j bounds the trials running at once across all rows; max_containers
+	// stays a hard cap on live containers above it.
+	cfg.ExecutorRuntime.Concurrency = p.Concurrency
+	cfg.ExecutorRuntime.MaxContainers = min(max(cfg.ExecutorRuntime.MaxContainers, 1), p.Concurrency)
+	cfg.Experiment.Iterations = p.Iterations
+	if len(p.Seeds) > 0 {
+		cfg.Experiment.Seed = p.Seeds[0]
+	}
+	p.config = cfg
+}
+
+// Config returns a copy of the configuration the plan runs with: the one it
+// was built from, with the command-line choices, the resumed run's offline
+// switch, the container cap, the iterations and the first seed applied.
+// It is nil for a plan not made by BuildRunPlan or BuildMatrixPlan.
+func (p *Plan) Config() *config.Config { return p.config.Clone() }
 
 // fillCommon settles what runs and matrices share: tasks, iterations,
 // seeds, agent, concurrency, images and budgets.

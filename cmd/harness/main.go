@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/mediated-coevo/harness/cmd/harness/cli"
+	"github.com/mediated-coevo/harness/cmd/harness/factory"
 )
 
 func main() {
@@ -20,7 +21,7 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	code := cli.Main(ctx, os.Args[1:], cli.System())
+	code := cli.Run(ctx, factory.New(), os.Args[1:])
 	stop()
 	os.Exit(code)
 }

@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/harness"
 	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
@@ -23,29 +25,45 @@ type IOStreams struct {
 	ErrOut io.Writer
 }
 
-// System returns the process's own streams.
-func System() IOStreams {
-	return IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
-}
-
-// Factory holds what commands need from outside: streams and the hooks
-// that do real work. Tests build one with buffers and fakes.
+// Factory holds what commands need from outside: streams, clock,
+// environment, and constructors of the things that do real work. The
+// program's composition root fills it (cmd/harness/factory); tests build
+// one with buffers and fakes. A nil constructor means the build has none.
 type Factory struct {
-	IO IOStreams
-	// Execute runs a validated plan. Nil means this build cannot execute
-	// runs; `run` and `matrix` then stop after validation (exit 1).
+	IO     IOStreams
+	Now    func() time.Time
+	Getenv func(string) string
+	// Resolver finds tasks as [executor_runtime] says.
+	Resolver ResolverFunc
+	// Sandbox connects to the engine trials run on.
+	Sandbox func(ctx context.Context, rt config.ExecutorRuntime) (SandboxBackend, error)
+	// Collector connects to the same engine to remove what runs left.
+	Collector func(ctx context.Context, rt config.ExecutorRuntime) (Collector, error)
+	// Providers reach the configured models, the offline one included.
+	Providers harness.ProviderFunc
+	// Execute, when set, replaces the orchestrator for `run` and `matrix`
+	// (tests).
 	Execute ExecuteFunc
 }
 
-// NewFactory returns the factory of the real program.
-func NewFactory(stdio IOStreams) *Factory {
-	return &Factory{IO: stdio, Execute: executePlan}
+// SandboxBackend is the sandbox backend of a connected engine; Close
+// releases the connection.
+type SandboxBackend interface {
+	harness.Backend
+	Close() error
 }
 
-// Main runs the harness command line with args (without the program name)
-// and returns the process exit code. ctx is cancelled on SIGINT/SIGTERM.
-func Main(ctx context.Context, args []string, stdio IOStreams) int {
-	return Run(ctx, NewFactory(stdio), args)
+// executor is how `run` and `matrix` carry out a plan: the Execute hook if
+// set, else the orchestrator on the factory's engine and models. Nil when
+// the build has neither: the commands then stop after validation (exit 1).
+func (f *Factory) executor() ExecuteFunc {
+	switch {
+	case f.Execute != nil:
+		return f.Execute
+	case f.Resolver == nil || f.Sandbox == nil || f.Providers == nil:
+		return nil
+	}
+	return func(ctx context.Context, x *Execution) error { return executePlan(ctx, f, x) }
 }
 
 // Run executes one command line against f and maps the outcome to an exit

@@ -32,7 +32,7 @@ func runCLI(t *testing.T, f *Factory, args ...string) result {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	if f == nil {
-		f = &Factory{}
+		f = testFactory()
 	}
 	f.IO = IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
 	code := Run(context.Background(), f, args)

@@ -42,7 +42,7 @@ func TestRunAgainstAnOpenAICompatibleEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
-	r := runCLI(t, NewFactory(IOStreams{}), "run", "--tasks", "orbital-period", "--agent", "lab", "--iterations", "2",
+	r := runCLI(t, engineFactory(), "run", "--tasks", "orbital-period", "--agent", "lab", "--iterations", "2",
 		"--condition", "static_mediator", "--skill-updates", "none", "--config-dir", cfgDir, "--out", out)
 	if r.code != ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.errOut)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -16,29 +15,26 @@ import (
 	"time"
 
 	"github.com/mediated-coevo/harness/benchmarks"
-	"github.com/mediated-coevo/harness/conditions"
-	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness"
 	"github.com/mediated-coevo/harness/harness/rundir"
-	"github.com/mediated-coevo/harness/llm"
 )
 
 // progressIntervalEnv sets how often a plain progress line is written when
 // stderr is not a terminal (a Go duration; "0" turns the lines off).
 const progressIntervalEnv = "HARNESS_PROGRESS_INTERVAL"
 
-// executePlan runs a validated plan with the orchestrator and maps how it
-// ended to the documented exit codes (harness help exit-codes).
-func executePlan(ctx context.Context, x *Execution) error {
+// executePlan runs a validated plan with the orchestrator, on the
+// factory's engine and models, and maps how it ended to the documented exit
+// codes (harness help exit-codes).
+func executePlan(ctx context.Context, f *Factory, x *Execution) error {
 	if !x.Plan.Offline {
-		if err := checkKeys(x.Config); err != nil {
+		if err := x.Config.CheckAPIKeys(f.Getenv); err != nil {
 			return UsageError(err)
 		}
 	}
 	prog := newProgress(x.IO.ErrOut, x.Plan, isTerminal(x.IO.ErrOut), x.Verbose)
-	stop := prog.start(ctx)
-	out, err := harness.Execute(ctx, harness.ExecOptions{Config: x.Config, Plan: x.Plan, Args: x.Args,
-		ForceResume: x.Force, Events: prog.event, OnStart: prog.started})
+	stop := prog.start(ctx, f.Getenv)
+	out, err := runPlan(ctx, f, x, prog)
 	stop()
 	if err != nil {
 		var missing *benchmarks.MissingTasksError
@@ -52,6 +48,23 @@ func executePlan(ctx context.Context, x *Execution) error {
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
 	return outcomeError(out, x.IO.Out, x.JSON)
+}
+
+// runPlan resolves the plan's tasks before anything else (a missing task
+// is bad usage whether or not an engine answers), then connects to the
+// engine and hands both, with the model providers, to the orchestrator.
+func runPlan(ctx context.Context, f *Factory, x *Execution, prog *progress) (*harness.Outcome, error) {
+	tasks, pool, err := planTasks(ctx, f.Resolver, x.Plan, x.Config, false)
+	if err != nil {
+		return nil, err
+	}
+	backend, err := f.Sandbox(ctx, x.Config.ExecutorRuntime)
+	if err != nil {
+		return nil, err
+	}
+	defer backend.Close()
+	return harness.Execute(ctx, harness.ExecOptions{Plan: x.Plan, Tasks: tasks, Pool: pool, Backend: backend,
+		Providers: f.Providers, Args: x.Args, ForceResume: x.Force, Events: prog.event, OnStart: prog.started})
 }
 
 // outcomeError prints how a run or matrix ended and maps it to the exit
@@ -96,24 +109,6 @@ func outcomeError(out *harness.Outcome, w io.Writer, asJSON bool) error {
 	}
 	if out.EnvFailures > 0 {
 		return &ExitError{Code: ExitEnvFailures, Err: fmt.Errorf("finished, but %d of %d trials had environment failures (counted apart, never as zeros; see harness inspect %s)", out.EnvFailures, out.Trials, out.Dir)}
-	}
-	return nil
-}
-
-// checkKeys refuses to start when a model names an API-key variable that is
-// not set: every call would fail, and the run would only find out trial by
-// trial. A model that needs no key leaves api_key_env empty.
-func checkKeys(cfg *config.Config) error {
-	var missing []string
-	for _, role := range conditions.ModelRoles() {
-		m, err := cfg.Model(role)
-		if err != nil || m.Provider == llm.ProviderOffline || m.APIKeyEnv == "" || m.APIKey() != "" {
-			continue
-		}
-		missing = append(missing, fmt.Sprintf("%s (for %s)", m.APIKeyEnv, role))
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("API key variables not set: %s; export them, leave api_key_env empty for endpoints that need no key, or run with --offline", strings.Join(slices.Compact(missing), ", "))
 	}
 	return nil
 }
@@ -283,12 +278,13 @@ func (p *progress) logf(format string, args ...any) {
 }
 
 // start begins the periodic output and the SIGUSR1 snapshot; the returned
-// function stops both and ends the status line.
-func (p *progress) start(ctx context.Context) func() {
+// function stops both and ends the status line. getenv may set the
+// interval of plain lines.
+func (p *progress) start(ctx context.Context, getenv func(string) string) func() {
 	interval := time.Second / 2
 	if !p.tty {
 		interval = 10 * time.Second
-		if v := os.Getenv(progressIntervalEnv); v != "" {
+		if v := getenv(progressIntervalEnv); v != "" {
 			if d, err := time.ParseDuration(v); err == nil {
 				interval = d
 			}

@@ -103,7 +103,7 @@ func TestRunWithAMissingTaskExits2AndCreatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	r := runCLI(t, NewFactory(IOStreams{}), "run", "--tasks", "no-such-task", "--offline", "--iterations", "1",
+	r := runCLI(t, engineFactory(), "run", "--tasks", "no-such-task", "--offline", "--iterations", "1",
 		"--config-dir", cfgDir, "--out", out)
 	if r.code != ExitUsage {
 		t.Fatalf("exit %d, want %d\n%s", r.code, ExitUsage, r.errOut)
@@ -119,7 +119,7 @@ func TestRunWithAMissingTaskExits2AndCreatesNothing(t *testing.T) {
 func TestRunRefusesToStartWithoutItsKeys(t *testing.T) {
 	t.Setenv("OPENROUTER_API_KEY", "")
 	out := filepath.Join(t.TempDir(), "out")
-	r := runCLI(t, NewFactory(IOStreams{}), "run", "--tasks", "orbital-period", "--iterations", "1", "--out", out)
+	r := runCLI(t, engineFactory(), "run", "--tasks", "orbital-period", "--iterations", "1", "--out", out)
 	if r.code != ExitUsage || !strings.Contains(r.errOut, "OPENROUTER_API_KEY") {
 		t.Fatalf("exit %d, stderr %q; want exit 2 naming the variable", r.code, r.errOut)
 	}

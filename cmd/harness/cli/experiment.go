@@ -22,7 +22,7 @@ const DefaultOut = "data/experiments"
 // Execution is everything a validated run or matrix hands to the executor.
 type Execution struct {
 	Plan   *harness.Plan
-	Config *config.Config // resolved: --config-dir, --offline and budgets applied
+	Config *config.Config // the plan's: --config-dir, --offline and budgets applied
 	Args   []string       // the command line, recorded in config.toml
 	// JSON asks for machine-readable progress on stdout; Verbose for more
 	// log lines.
@@ -37,13 +37,15 @@ type Execution struct {
 // return an *ExitError for codes 3 and 4.
 type ExecuteFunc func(ctx context.Context, x *Execution) error
 
-// errNoExecution is returned when the build has no executor wired in.
+// errNoExecution is returned when the build has no engine or models wired in.
 var errNoExecution = errors.New("execution is not available in this build: the command line, configuration and design are valid (see the plan with --dry-run), but nothing can be run yet")
 
 // ExperimentOptions are the flags `run` and `matrix` share.
 type ExperimentOptions struct {
 	IO      IOStreams
 	Execute ExecuteFunc
+	// Resolver finds tasks for the plan's preview.
+	Resolver ResolverFunc
 	// Args is the command line as given, for the run's config.toml.
 	Args []string
 
@@ -140,9 +142,10 @@ func (o *ExperimentOptions) checkFlags(fl *pflag.FlagSet, designFlags []string) 
 	return nil
 }
 
-// loadConfig reads the configuration (a resumed directory's own unless
-// --config-dir says otherwise) and applies the command-line overrides.
-// Every problem is a usage error: nothing has started.
+// loadConfig reads the configuration: a resumed directory's own unless
+// --config-dir says otherwise. The command-line overrides are the plan's
+// to apply (see planOptions). Every problem is a usage error: nothing has
+// started.
 func (o *ExperimentOptions) loadConfig() (*config.Config, error) {
 	var cfg *config.Config
 	var err error
@@ -158,19 +161,16 @@ func (o *ExperimentOptions) loadConfig() (*config.Config, error) {
 	if err != nil {
 		return nil, UsageError(fmt.Errorf("invalid configuration: %w", err))
 	}
-	if o.Offline {
-		cfg.SetOffline()
-	}
-	if o.BudgetUSD != nil {
-		cfg.Budget.MaxUSD = *o.BudgetUSD
-	}
-	if o.BudgetTokens != nil {
-		cfg.Budget.MaxTokens = *o.BudgetTokens
-	}
-	if o.Jobs > 0 {
-		cfg.ExecutorRuntime.Concurrency = o.Jobs
-	}
 	return cfg, nil
+}
+
+// planOptions are the plan choices run and matrix share, the command-line
+// overrides of the configuration among them.
+func (o *ExperimentOptions) planOptions() harness.PlanOptions {
+	return harness.PlanOptions{
+		Iterations: o.Iterations, Seeds: o.seeds(), Offline: o.Offline, Concurrency: o.Jobs,
+		BudgetUSD: o.BudgetUSD, BudgetTokens: o.BudgetTokens, OutDir: o.Out, Resume: o.Resume,
+	}
 }
 
 // resolveTasks returns the task ids: --tasks wins over --task-set. A set
@@ -199,18 +199,13 @@ func (o *ExperimentOptions) seeds() []int64 {
 }
 
 // finish prints a plan for --dry-run, or hands it to the executor.
-func (o *ExperimentOptions) finish(ctx context.Context, p *harness.Plan, cfg *config.Config) error {
+func (o *ExperimentOptions) finish(ctx context.Context, p *harness.Plan) error {
+	cfg := p.Config()
 	if o.DryRun {
 		// The run itself would refuse missing tasks; so does its preview,
 		// without writing or fetching anything.
-		if len(p.Tasks) > 0 {
-			res, err := benchmarks.NewResolver(cfg.ExecutorRuntime)
-			if err != nil {
-				return UsageError(err)
-			}
-			if err := res.CheckAvailable(p.Tasks); err != nil {
-				return UsageError(err)
-			}
+		if _, _, err := planTasks(ctx, o.Resolver, p, cfg, true); err != nil {
+			return UsageError(err)
 		}
 		if o.JSON {
 			return writePlanJSON(o.IO.Out, p)
@@ -221,6 +216,32 @@ func (o *ExperimentOptions) finish(ctx context.Context, p *harness.Plan, cfg *co
 		return &ExitError{Code: ExitFailed, Err: errNoExecution}
 	}
 	return o.Execute(ctx, &Execution{Plan: p, Config: cfg, Args: o.Args, JSON: o.JSON, Verbose: o.Verbose, Force: o.Force, IO: o.IO})
+}
+
+// planTasks finds the plan's tasks with one resolver: the one place run and
+// matrix resolve them. A dry run only checks that they are here, fetching
+// and writing nothing; a real run fetches what it must and also finds the
+// validation pool.
+func planTasks(ctx context.Context, newResolver ResolverFunc, p *harness.Plan, cfg *config.Config, dryRun bool) (tasks, pool []*benchmarks.Task, err error) {
+	if dryRun && len(p.Tasks) == 0 {
+		return nil, nil, nil
+	}
+	res, err := newResolver(cfg.ExecutorRuntime)
+	if err != nil {
+		return nil, nil, err
+	}
+	if dryRun {
+		return nil, nil, res.CheckAvailable(p.Tasks)
+	}
+	if tasks, err = res.Resolve(ctx, p.Tasks); err != nil {
+		return nil, nil, fmt.Errorf("resolve tasks: %w", err)
+	}
+	if ids := cfg.Validation.Pool; len(ids) > 0 {
+		if pool, err = res.Resolve(ctx, ids); err != nil {
+			return nil, nil, fmt.Errorf("resolve the validation pool: %w", err)
+		}
+	}
+	return tasks, pool, nil
 }
 
 // noArgs refuses positional arguments as bad usage.

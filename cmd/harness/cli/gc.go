@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -9,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mediated-coevo/harness/config"
-	"github.com/mediated-coevo/harness/executor"
 )
 
 // GCOptions are the flags of `harness gc`.
@@ -26,6 +26,35 @@ type GCOptions struct {
 	Force  bool
 	DryRun bool
 	JSON   bool
+	// Collector connects to the engine whose leftovers are removed.
+	Collector func(ctx context.Context, rt config.ExecutorRuntime) (Collector, error)
+}
+
+// Collector removes what harness left on a sandbox engine.
+type Collector interface {
+	// Host is the engine's address, for messages.
+	Host() string
+	// Collect removes what req asks for and reports it; it carries on past
+	// single failures and returns them joined.
+	Collect(ctx context.Context, req GCRequest) (GCRemoved, error)
+	Close() error
+}
+
+// GCRequest says what a Collector removes (see the flags of `harness gc`).
+type GCRequest struct {
+	RunID       string
+	Images      bool
+	StaleImages bool
+	Task        string
+	Force       bool
+	DryRun      bool
+}
+
+// GCRemoved lists what a Collector removed (in a dry run: would remove).
+type GCRemoved struct {
+	Containers, Images []string
+	// Kept are containers left alone because their run may be live.
+	Kept []string
 }
 
 // NewCmdGC builds `harness gc`.
@@ -60,7 +89,7 @@ not be removed, 2 bad usage.`,
   harness gc --images --task csv-parser --json`,
 		Args: noPositional("; name a run with --run ID"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.IO = f.IO
+			o.IO, o.Collector = f.IO, f.Collector
 			if cmd.Flags().Changed("run") && strings.TrimSpace(o.RunID) == "" {
 				return usagef("--run needs a run id (the io.harness.run label of its containers)")
 			}
@@ -105,7 +134,10 @@ func runGC(ctx context.Context, o *GCOptions) error {
 	if err != nil {
 		return UsageError(fmt.Errorf("invalid configuration: %w", err))
 	}
-	d, err := executor.NewDocker(ctx, cfg.ExecutorRuntime)
+	if o.Collector == nil {
+		return &ExitError{Code: ExitFailed, Err: errors.New("no sandbox engine is available in this build; nothing was removed")}
+	}
+	d, err := o.Collector(ctx, cfg.ExecutorRuntime)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted: %w", ctx.Err())
@@ -114,7 +146,7 @@ func runGC(ctx context.Context, o *GCOptions) error {
 	}
 	defer d.Close()
 
-	rep, gcErr := d.GC(ctx, executor.GCOptions{RunID: o.RunID, Images: o.Images, StaleImages: o.StaleImages,
+	rep, gcErr := d.Collect(ctx, GCRequest{RunID: o.RunID, Images: o.Images, StaleImages: o.StaleImages,
 		Task: o.Task, Force: o.Force, DryRun: o.DryRun})
 	res := GCResult{DryRun: o.DryRun, RunID: o.RunID, Engine: d.Host(),
 		Containers: nonNil(rep.Containers), Images: nonNil(rep.Images), Kept: nonNil(rep.Kept),

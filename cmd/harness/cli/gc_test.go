@@ -3,19 +3,15 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 
-	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/internal/dockertest"
 )
 
@@ -46,71 +42,6 @@ func dockerForTest(t *testing.T) *client.Client {
 	return cli
 }
 
-func TestGCWithoutEngineSaysSo(t *testing.T) {
-	dir := t.TempDir()
-	sock := filepath.Join(t.TempDir(), "no-engine.sock")
-	text := fmt.Sprintf("[executor_runtime]\ndocker_host = %q\n", "unix://"+sock)
-	if err := os.WriteFile(filepath.Join(dir, "default.toml"), []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := runCLI(t, nil, "gc", "--config-dir", dir)
-	if r.code != ExitFailed {
-		t.Errorf("exit code = %d, want 1", r.code)
-	}
-	for _, want := range []string{"cannot reach the Docker engine", sock, "nothing was removed"} {
-		if !strings.Contains(r.errOut, want) {
-			t.Errorf("stderr %q does not mention %q", r.errOut, want)
-		}
-	}
-}
-
-func TestGCRemovesLeftoverContainer(t *testing.T) {
-	cli := dockerForTest(t)
-	ctx := context.Background()
-	runID := fmt.Sprintf("gc-test-%d", time.Now().UnixNano())
-	created, err := cli.ContainerCreate(ctx, &container.Config{
-		Image:  baseImage,
-		Cmd:    []string{"sleep", "600"},
-		Labels: map[string]string{executor.LabelManaged: "1", executor.LabelRun: runID, executor.LabelTask: "gc-test"},
-	}, &container.HostConfig{NetworkMode: network.NetworkNone}, nil, nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cli.ContainerRemove(context.Background(), created.ID, container.RemoveOptions{Force: true})
-	})
-	if err := cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	short := created.ID[:12]
-
-	// --run keeps the test away from containers of other runs on this engine.
-	r := runCLI(t, nil, "gc", "--run", runID, "--dry-run", "--json")
-	var res GCResult
-	if err := json.Unmarshal([]byte(r.out), &res); err != nil {
-		t.Fatalf("exit %d: %v\n%s%s", r.code, err, r.out, r.errOut)
-	}
-	if r.code != 0 || !res.DryRun || len(res.Containers) != 1 || !strings.Contains(res.Containers[0], short) {
-		t.Errorf("dry run: exit %d, result %+v", r.code, res)
-	}
-	if _, err := cli.ContainerInspect(ctx, created.ID); err != nil {
-		t.Fatalf("the dry run removed the container: %v", err)
-	}
-
-	r = runCLI(t, nil, "gc", "--run", runID)
-	if r.code != 0 || !strings.Contains(r.out, "removed 1 container(s) of run "+runID) || !strings.Contains(r.out, short) {
-		t.Errorf("gc: exit %d\n%s%s", r.code, r.out, r.errOut)
-	}
-	if _, err := cli.ContainerInspect(ctx, created.ID); !cerrdefs.IsNotFound(err) {
-		t.Errorf("container %s still exists after gc (inspect error %v)", short, err)
-	}
-
-	r = runCLI(t, nil, "gc", "--run", runID)
-	if r.code != 0 || !strings.Contains(r.out, "no harness containers of run "+runID) {
-		t.Errorf("second gc: exit %d\n%s%s", r.code, r.out, r.errOut)
-	}
-}
-
 func TestGCImageFlagsAreChecked(t *testing.T) {
 	tests := []struct {
 		name string
@@ -124,7 +55,7 @@ func TestGCImageFlagsAreChecked(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ran := false
-			f := NewFactory(IOStreams{})
+			f := &Factory{}
 			cmd := NewCmdGC(f, func(context.Context, *GCOptions) error { ran = true; return nil })
 			cmd.SetArgs(tt.args[1:])
 			cmd.SetOut(new(strings.Builder))
@@ -137,57 +68,76 @@ func TestGCImageFlagsAreChecked(t *testing.T) {
 	}
 }
 
-// A container whose harness process still runs (here: this test process) is
-// kept and listed with the reason; --force removes it.
-func TestGCKeepsContainersOfLiveRuns(t *testing.T) {
-	cli := dockerForTest(t)
-	ctx := context.Background()
-	host, err := os.Hostname()
-	if err != nil {
-		t.Fatal(err)
-	}
-	runID := fmt.Sprintf("gc-live-%d", time.Now().UnixNano())
-	created, err := cli.ContainerCreate(ctx, &container.Config{
-		Image: baseImage,
-		Cmd:   []string{"sleep", "600"},
-		Labels: map[string]string{executor.LabelManaged: "1", executor.LabelRun: runID,
-			executor.LabelOwner: fmt.Sprintf("%s/%d", host, os.Getpid())},
-	}, &container.HostConfig{NetworkMode: network.NetworkNone}, nil, nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cli.ContainerRemove(context.Background(), created.ID, container.RemoveOptions{Force: true})
-	})
-	short := created.ID[:12]
+// fakeCollector stands in for an engine's garbage collector.
+type fakeCollector struct {
+	got     GCRequest
+	removed GCRemoved
+	err     error
+	closed  bool
+}
 
-	tests := []struct {
-		name     string
-		args     []string
-		want     []string
-		survives bool
-	}{
-		{"kept without --force", []string{"gc", "--run", runID},
-			[]string{"removed no container of run " + runID, "kept 1 container(s) whose run may still be going",
-				short, fmt.Sprintf("process %d is still running (--force removes it)", os.Getpid())}, true},
-		{"dry run with --force", []string{"gc", "--run", runID, "--force", "--dry-run"},
-			[]string{"would remove 1 container(s) of run " + runID, short}, true},
-		{"removed with --force", []string{"gc", "--run", runID, "--force"},
-			[]string{"removed 1 container(s) of run " + runID, short}, false},
-	}
-	for _, tt := range tests {
-		r := runCLI(t, nil, tt.args...)
-		if r.code != 0 {
-			t.Fatalf("%s: exit %d\n%s%s", tt.name, r.code, r.out, r.errOut)
+func (c *fakeCollector) Host() string { return "unix:///fake.sock" }
+
+func (c *fakeCollector) Collect(_ context.Context, req GCRequest) (GCRemoved, error) {
+	c.got = req
+	return c.removed, c.err
+}
+
+func (c *fakeCollector) Close() error { c.closed = true; return nil }
+
+func gcFactory(c *fakeCollector, openErr error) *Factory {
+	f := testFactory()
+	f.Collector = func(context.Context, config.ExecutorRuntime) (Collector, error) {
+		if openErr != nil {
+			return nil, openErr
 		}
-		for _, w := range tt.want {
-			if !strings.Contains(r.out, w) {
-				t.Errorf("%s: output does not mention %q:\n%s", tt.name, w, r.out)
+		return c, nil
+	}
+	return f
+}
+
+func TestGCWithAFakeCollector(t *testing.T) {
+	t.Run("passes the flags and prints what went", func(t *testing.T) {
+		c := &fakeCollector{removed: GCRemoved{Containers: []string{"harness-x (abc123)"}, Kept: []string{"harness-y (def456): still running"}}}
+		r := runCLI(t, gcFactory(c, nil), "gc", "--run", "r1", "--task", "t1", "--force", "--dry-run")
+		if r.code != ExitOK {
+			t.Fatalf("exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		if want := (GCRequest{RunID: "r1", Task: "t1", Force: true, DryRun: true}); c.got != want || !c.closed {
+			t.Errorf("request %+v (closed %v), want %+v", c.got, c.closed, want)
+		}
+		for _, want := range []string{"would remove 1 container(s) of run r1:", "harness-x (abc123)", "kept 1 container(s)", "still running"} {
+			if !strings.Contains(r.out, want) {
+				t.Errorf("output lacks %q:\n%s", want, r.out)
 			}
 		}
-		_, err := cli.ContainerInspect(ctx, created.ID)
-		if survives := err == nil; survives != tt.survives {
-			t.Errorf("%s: container present = %v (inspect error %v), want %v", tt.name, survives, err, tt.survives)
+	})
+	t.Run("json lists are never null", func(t *testing.T) {
+		r := runCLI(t, gcFactory(&fakeCollector{}, nil), "gc", "--json")
+		var res map[string]any
+		if err := json.Unmarshal([]byte(r.out), &res); err != nil || r.code != ExitOK {
+			t.Fatalf("exit %d: %v\n%s", r.code, err, r.out)
 		}
-	}
+		for _, k := range []string{"containers", "images", "kept"} {
+			if _, ok := res[k].([]any); !ok {
+				t.Errorf("%s = %v, want a list", k, res[k])
+			}
+		}
+		if res["engine"] != "unix:///fake.sock" {
+			t.Errorf("engine = %v", res["engine"])
+		}
+	})
+	t.Run("failures are reported and exit 1", func(t *testing.T) {
+		c := &fakeCollector{err: errors.Join(errors.New("remove a: busy"), errors.New("remove b: gone"))}
+		r := runCLI(t, gcFactory(c, nil), "gc", "--json")
+		if r.code != ExitFailed || !strings.Contains(r.out, "remove a: busy") || !strings.Contains(r.errOut, "remove b: gone") {
+			t.Errorf("exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+	})
+	t.Run("no engine", func(t *testing.T) {
+		r := runCLI(t, gcFactory(nil, errors.New("cannot reach the engine")), "gc")
+		if r.code != ExitFailed || !strings.Contains(r.errOut, "cannot reach the engine; nothing was removed") {
+			t.Errorf("exit %d, stderr %q", r.code, r.errOut)
+		}
+	})
 }

@@ -56,7 +56,7 @@ exits with code 2, names the row and the rule, and creates nothing.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			setOptional()
-			o.IO, o.Execute = f.IO, f.Execute
+			o.IO, o.Execute, o.Resolver = f.IO, f.executor(), f.Resolver
 			o.Args = commandLine(cmd)
 			if err := o.checkFlags(cmd.Flags(), []string{"preset", "matrix", "seeds"}); err != nil {
 				return err
@@ -90,10 +90,8 @@ func runMatrix(ctx context.Context, o *MatrixOptions) error {
 	if err != nil {
 		return err
 	}
-	popts := harness.PlanOptions{
-		Iterations: o.Iterations, Seeds: o.seeds(), Agent: harness.AgentLab, Offline: o.Offline,
-		Concurrency: o.Jobs, OutDir: o.Out, Resume: o.Resume,
-	}
+	popts := o.planOptions()
+	popts.Agent = harness.AgentLab
 	if len(o.Seeds) > 0 {
 		popts.Seeds = o.Seeds
 	}
@@ -126,5 +124,5 @@ func runMatrix(ctx context.Context, o *MatrixOptions) error {
 	if err != nil {
 		return UsageError(err)
 	}
-	return o.finish(ctx, p, cfg)
+	return o.finish(ctx, p)
 }

@@ -37,7 +37,7 @@ prices under a dollar budget); a problem exits with code 2 and creates nothing.`
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			setOptional()
-			o.IO, o.Execute = f.IO, f.Execute
+			o.IO, o.Execute, o.Resolver = f.IO, f.executor(), f.Resolver
 			o.Args = commandLine(cmd)
 			if err := o.checkFlags(cmd.Flags(), []string{"condition", "skill-updates", "lab", "agent"}); err != nil {
 				return err
@@ -68,10 +68,8 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	popts := harness.PlanOptions{
-		Iterations: o.Iterations, Seeds: o.seeds(), Agent: o.Agent, Offline: o.Offline,
-		Concurrency: o.Jobs, OutDir: o.Out, Resume: o.Resume, Lab: o.Lab,
-	}
+	popts := o.planOptions()
+	popts.Agent, popts.Lab = o.Agent, o.Lab
 	if o.Resume == "" {
 		cond, err := conditions.ParseCondition(o.Condition)
 		if err != nil {
@@ -93,5 +91,5 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	if err != nil {
 		return UsageError(err)
 	}
-	return o.finish(ctx, p, cfg)
+	return o.finish(ctx, p)
 }

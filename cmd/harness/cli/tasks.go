@@ -53,15 +53,18 @@ func noPositional(hint string) cobra.PositionalArgs {
 	}
 }
 
+// ResolverFunc builds the task resolver of [executor_runtime].
+type ResolverFunc func(rt config.ExecutorRuntime) (*benchmarks.Resolver, error)
+
 // loadTaskConfig reads the configuration of --config-dir and builds the task
 // resolver from [executor_runtime]. Both failures are invalid configuration
 // (exit 2): nothing has been touched yet.
-func loadTaskConfig(configDir string) (*config.Config, *benchmarks.Resolver, error) {
+func loadTaskConfig(configDir string, newResolver ResolverFunc) (*config.Config, *benchmarks.Resolver, error) {
 	cfg, err := config.Load(configDir)
 	if err != nil {
 		return nil, nil, UsageError(fmt.Errorf("invalid configuration: %w", err))
 	}
-	r, err := benchmarks.NewResolver(cfg.ExecutorRuntime)
+	r, err := newResolver(cfg.ExecutorRuntime)
 	if err != nil {
 		return nil, nil, UsageError(fmt.Errorf("invalid configuration: %w", err))
 	}
@@ -106,6 +109,7 @@ func orDash(s string) string {
 type TasksListOptions struct {
 	IO        IOStreams
 	ConfigDir string
+	Resolver  ResolverFunc
 	TaskSet   string // empty: every set, and every task available locally
 	JSON      bool
 }
@@ -130,7 +134,7 @@ Tasks that fail to load are reported on stderr ('harness tasks validate' explain
   harness tasks list --task-set skillsbench-10 --json`,
 		Args: noPositional("; name a task set with --task-set"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.IO = f.IO
+			o.IO, o.Resolver = f.IO, f.Resolver
 			if o.TaskSet != "" {
 				if _, err := benchmarks.LookupTaskSet(o.TaskSet); err != nil {
 					return UsageError(err)
@@ -190,7 +194,7 @@ func taskInfo(t *benchmarks.Task) TaskInfo {
 }
 
 func runTasksList(ctx context.Context, o *TasksListOptions) error {
-	_, r, err := loadTaskConfig(o.ConfigDir)
+	_, r, err := loadTaskConfig(o.ConfigDir, o.Resolver)
 	if err != nil {
 		return err
 	}
@@ -352,6 +356,7 @@ func writeTaskSetText(w io.Writer, l TasksListing) error {
 type TasksSyncOptions struct {
 	IO        IOStreams
 	ConfigDir string
+	Resolver  ResolverFunc
 	Tasks     []string
 	TaskSet   string
 	JSON      bool
@@ -377,7 +382,7 @@ Exit codes: 0 synced, 1 the archive or a task was refused (nothing was installed
   harness tasks sync --tasks dialogue-parser,citation-check --json`,
 		Args: noPositional("; tasks go in --tasks"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.IO = f.IO
+			o.IO, o.Resolver = f.IO, f.Resolver
 			if _, err := syncIDs(o); err != nil {
 				return err
 			}
@@ -441,7 +446,7 @@ func runTasksSync(ctx context.Context, o *TasksSyncOptions) error {
 	if err != nil {
 		return err
 	}
-	_, r, err := loadTaskConfig(o.ConfigDir)
+	_, r, err := loadTaskConfig(o.ConfigDir, o.Resolver)
 	if err != nil {
 		return err
 	}
@@ -503,6 +508,7 @@ func runTasksSync(ctx context.Context, o *TasksSyncOptions) error {
 type TasksValidateOptions struct {
 	IO        IOStreams
 	ConfigDir string
+	Resolver  ResolverFunc
 	// Paths are task directories or directories of tasks; empty: the smoke
 	// tasks shipped in harness.
 	Paths []string
@@ -525,7 +531,7 @@ Exit codes: 0 every task is valid (warnings allowed), 1 some task is invalid,
 		Example: `  harness tasks validate path/to/my-task
   harness tasks validate ~/skillsbench/tasks --json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.IO = f.IO
+			o.IO, o.Resolver = f.IO, f.Resolver
 			o.Paths = args
 			for _, p := range o.Paths {
 				if _, err := os.Stat(p); err != nil {
@@ -564,7 +570,7 @@ type ValidateReport struct {
 func runTasksValidate(ctx context.Context, o *TasksValidateOptions) error {
 	paths := o.Paths
 	if len(paths) == 0 {
-		_, r, err := loadTaskConfig(o.ConfigDir)
+		_, r, err := loadTaskConfig(o.ConfigDir, o.Resolver)
 		if err != nil {
 			return err
 		}

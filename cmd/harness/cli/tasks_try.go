@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mediated-coevo/harness/benchmarks"
-	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness"
 )
 
@@ -36,7 +36,10 @@ type TasksTryOptions struct {
 	Keep bool
 	JSON bool
 	// Now stamps the job directory's name; nil means time.Now.
-	Now func() time.Time
+	Now      func() time.Time
+	Resolver ResolverFunc
+	// Sandbox connects to the engine the trial runs on.
+	Sandbox func(ctx context.Context, rt config.ExecutorRuntime) (SandboxBackend, error)
 }
 
 // NewCmdTasksTry builds `harness tasks try TASK`.
@@ -71,7 +74,7 @@ configuration), 3 environment failure (no Docker engine, failed image build),
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.IO = f.IO
+			o.IO, o.Now, o.Resolver, o.Sandbox = f.IO, f.Now, f.Resolver, f.Sandbox
 			o.Task = args[0]
 			switch o.Agent {
 			case harness.AgentOracle, harness.AgentNop:
@@ -106,7 +109,7 @@ configuration), 3 environment failure (no Docker engine, failed image build),
 }
 
 func runTasksTry(ctx context.Context, o *TasksTryOptions) error {
-	cfg, r, err := loadTaskConfig(o.ConfigDir)
+	cfg, r, err := loadTaskConfig(o.ConfigDir, o.Resolver)
 	if err != nil {
 		return err
 	}
@@ -114,24 +117,22 @@ func runTasksTry(ctx context.Context, o *TasksTryOptions) error {
 	if err != nil {
 		return err
 	}
-	var agent executor.Agent = executor.NopAgent{}
-	if o.Agent == harness.AgentOracle {
-		if !task.HasSolution() {
-			return usagef("task %s has no solution/solve.sh, so the oracle cannot run it; add one, or try --agent nop", task.ID)
-		}
-		agent = executor.OracleAgent{}
+	if o.Agent == harness.AgentOracle && !task.HasSolution() {
+		return usagef("task %s has no solution/solve.sh, so the oracle cannot run it; add one, or try --agent nop", task.ID)
 	}
 
-	rt := cfg.ExecutorRuntime
-	rt.KeepContainers = rt.KeepContainers || o.Keep
-	docker, err := executor.NewDocker(ctx, rt)
+	cfg.ExecutorRuntime.KeepContainers = cfg.ExecutorRuntime.KeepContainers || o.Keep
+	if o.Sandbox == nil {
+		return &ExitError{Code: ExitEnvFailures, Err: errors.New("no sandbox engine is available in this build; nothing was run")}
+	}
+	backend, err := o.Sandbox(ctx, cfg.ExecutorRuntime)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted before the trial started: %w", ctx.Err())
 		}
 		return &ExitError{Code: ExitEnvFailures, Err: fmt.Errorf("%w; nothing was run", err)}
 	}
-	defer docker.Close()
+	defer backend.Close()
 
 	now := time.Now
 	if o.Now != nil {
@@ -147,26 +148,24 @@ func runTasksTry(ctx context.Context, o *TasksTryOptions) error {
 	if from == "" {
 		from = "path"
 	}
-	fmt.Fprintf(o.IO.ErrOut, "trying task %s (%s, %s) with the %s agent; job directory %s\n", task.ID, from, task.Dir, agent.Name(), jobDir)
+	fmt.Fprintf(o.IO.ErrOut, "trying task %s (%s, %s) with the %s agent; job directory %s\n", task.ID, from, task.Dir, o.Agent, jobDir)
 
-	runner := executor.Runner{
-		Backend:    &announcingBackend{Backend: docker, w: o.IO.ErrOut, after: time.Second},
-		Runtime:    rt,
-		RewardMode: cfg.Experiment.RewardMode,
-	}
-	// Run returns only after the container is gone (or kept), also when ctx
-	// is cancelled, so exiting right after it leaves nothing running.
-	tr := runner.Run(ctx, executor.TrialSpec{
-		Task:      task,
-		Agent:     agent,
-		JobDir:    jobDir,
-		RunID:     runID,
-		Row:       "tasks-try",
-		Iteration: 1,
-		TrialID:   name,
-		Seed:      cfg.Experiment.Seed,
-		Caller:    "tasks-try",
+	// RunTrial returns only after the container is gone (or kept), also
+	// when ctx is cancelled, so exiting right after it leaves nothing running.
+	tr, err := harness.RunTrial(ctx, harness.TrialOptions{
+		Config:  cfg,
+		Backend: &announcingBackend{Backend: backend, w: o.IO.ErrOut, after: time.Second},
+		Task:    task,
+		Agent:   o.Agent,
+		JobDir:  jobDir,
+		RunID:   runID,
+		Row:     "tasks-try",
+		TrialID: name,
+		Caller:  "tasks-try",
 	})
+	if err != nil {
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
 
 	if o.JSON {
 		if err := writeJSON(o.IO.Out, tr); err != nil {
@@ -175,7 +174,7 @@ func runTasksTry(ctx context.Context, o *TasksTryOptions) error {
 	} else {
 		writeTraceSummary(o.IO.Out, tr, task)
 	}
-	if o.Keep && !tr.Cancelled && tr.Status != executor.StatusEnvFailure {
+	if o.Keep && !tr.Cancelled && tr.Status != harness.TrialEnvFailure {
 		fmt.Fprintf(o.IO.ErrOut, "the container was kept; remove it with: harness gc --run %s\n", runID)
 	}
 	return tryExit(ctx, tr, jobDir)
@@ -239,22 +238,22 @@ func newJobDir(parent, name string) (string, error) {
 }
 
 // tryExit maps how the trial ended to the exit code.
-func tryExit(ctx context.Context, tr *executor.Trace, jobDir string) error {
+func tryExit(ctx context.Context, tr *harness.Trace, jobDir string) error {
 	switch {
-	case tr.Cancelled || (ctx.Err() != nil && tr.Status == executor.StatusEnvFailure):
+	case tr.Cancelled || (ctx.Err() != nil && tr.Status == harness.TrialEnvFailure):
 		return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("interrupted: the trial was abandoned before it was scored; its record is in %s", jobDir)}
-	case tr.Status == executor.StatusScored:
+	case tr.Status == harness.TrialScored:
 		return nil
-	case tr.Status == executor.StatusEnvFailure:
+	case tr.Status == harness.TrialEnvFailure:
 		return &ExitError{Code: ExitEnvFailures, Err: fmt.Errorf("environment failure: nothing was scored (errors above; logs in %s)", jobDir)}
-	case tr.Status == executor.StatusAgentTimeout:
+	case tr.Status == harness.TrialAgentTimeout:
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("the %s agent did not finish within the agent timeout; raise [agent] timeout_sec or check the task (logs in %s)", tr.Agent, jobDir)}
 	}
 	return &ExitError{Code: ExitFailed, Err: fmt.Errorf("the trial failed: %s (errors above; logs in %s)", tr.Status, jobDir)}
 }
 
 // writeTraceSummary prints the parts of a trace a task author checks.
-func writeTraceSummary(w io.Writer, tr *executor.Trace, task *benchmarks.Task) {
+func writeTraceSummary(w io.Writer, tr *harness.Trace, task *benchmarks.Task) {
 	row := func(label, value string) { fmt.Fprintf(w, "%-10s %s\n", label, value) }
 	row("task", tr.TaskID)
 	row("agent", tr.Agent)
@@ -294,13 +293,13 @@ func writeTraceSummary(w io.Writer, tr *executor.Trace, task *benchmarks.Task) {
 	for _, w := range tr.Warnings {
 		row("warning", w)
 	}
-	if tr.Status == executor.StatusVerifierError && tr.VerifierOutput != "" {
+	if tr.Status == harness.TrialVerifierError && tr.VerifierOutput != "" {
 		fmt.Fprintln(w, "verifier output (excerpt):")
 		for _, line := range lastLines(tr.VerifierOutput, 20) {
 			fmt.Fprintln(w, "  "+line)
 		}
 	}
-	if tr.Reward != nil && *tr.Reward < 1 && tr.Agent == harness.AgentOracle && tr.Status == executor.StatusScored {
+	if tr.Reward != nil && *tr.Reward < 1 && tr.Agent == harness.AgentOracle && tr.Status == harness.TrialScored {
 		fmt.Fprintf(w, "note: the oracle should score 1; check %s's solution and verifier\n", task.ID)
 	}
 }
@@ -318,7 +317,7 @@ func lastLines(s string, n int) []string {
 // decides whether to build, so the notice appears once EnsureImage has been
 // busy for longer than a lookup of an existing image takes.
 type announcingBackend struct {
-	executor.Backend
+	harness.Backend
 	w     io.Writer
 	after time.Duration
 }

@@ -62,7 +62,7 @@ func TestTasksTrySmokeTask(t *testing.T) {
 
 	t.Run("oracle scores 1", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "try")
-		r := runCLI(t, nil, "tasks", "try", "config-repair", "--agent", "oracle", "--config-dir", env.configDir, "--out", out, "--json")
+		r := runCLI(t, engineFactory(), "tasks", "try", "config-repair", "--agent", "oracle", "--config-dir", env.configDir, "--out", out, "--json")
 		if r.code != 0 {
 			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.errOut)
 		}
@@ -88,7 +88,7 @@ func TestTasksTrySmokeTask(t *testing.T) {
 
 	t.Run("nop scores below 1", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "try")
-		r := runCLI(t, nil, "tasks", "try", "config-repair", "--agent", "nop", "--config-dir", env.configDir, "--out", out)
+		r := runCLI(t, engineFactory(), "tasks", "try", "config-repair", "--agent", "nop", "--config-dir", env.configDir, "--out", out)
 		if r.code != 0 {
 			t.Fatalf("exit %d\n%s%s", r.code, r.out, r.errOut)
 		}

@@ -1,0 +1,57 @@
+// Package factory is the composition root of the harness command: it
+// builds the concrete things the commands of package cli work with (the
+// Docker sandbox backend and its garbage collector, the task resolver, the
+// model providers, the clock, the environment and the streams).
+package factory
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/mediated-coevo/harness/benchmarks"
+	"github.com/mediated-coevo/harness/cmd/harness/cli"
+	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/llm"
+)
+
+// New returns the factory of the real program, on the process's streams.
+func New() *cli.Factory {
+	return &cli.Factory{
+		IO:        cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
+		Now:       time.Now,
+		Getenv:    os.Getenv,
+		Resolver:  benchmarks.NewResolver,
+		Sandbox:   openSandbox,
+		Collector: openCollector,
+		Providers: llm.NewProvider,
+	}
+}
+
+// openSandbox connects to the Docker engine [executor_runtime] names.
+func openSandbox(ctx context.Context, rt config.ExecutorRuntime) (cli.SandboxBackend, error) {
+	d, err := executor.NewDocker(ctx, rt)
+	if err != nil {
+		return nil, err // never a nil *Docker inside a non-nil interface
+	}
+	return d, nil
+}
+
+// openCollector connects to the same engine for `harness gc`.
+func openCollector(ctx context.Context, rt config.ExecutorRuntime) (cli.Collector, error) {
+	d, err := executor.NewDocker(ctx, rt)
+	if err != nil {
+		return nil, err
+	}
+	return dockerCollector{d}, nil
+}
+
+// dockerCollector is the Docker backend's garbage collector as gc sees it.
+type dockerCollector struct{ *executor.Docker }
+
+func (c dockerCollector) Collect(ctx context.Context, req cli.GCRequest) (cli.GCRemoved, error) {
+	rep, err := c.GC(ctx, executor.GCOptions{RunID: req.RunID, Images: req.Images, StaleImages: req.StaleImages,
+		Task: req.Task, Force: req.Force, DryRun: req.DryRun})
+	return cli.GCRemoved{Containers: rep.Containers, Images: rep.Images, Kept: rep.Kept}, err
+}
