@@ -217,49 +217,70 @@ func agentFactory(cfg *config.Config, kind, labID string, clients *Clients) (Age
 // sharing one budget and one cap on live containers.
 func (ex *execution) matrix(ctx context.Context) (*Outcome, error) {
 	p := ex.opts.Plan
-	var md *rundir.Dir
-	var err error
-	if p.ResumeDir != "" {
-		if md, err = rundir.Open(p.ResumeDir); err != nil {
-			return nil, err
+	md, refused, err := ex.openMatrix()
+	if err != nil || refused != nil {
+		return refused, err
+	}
+	if ex.opts.OnStart != nil {
+		ex.opts.OnStart(md.Path)
+	}
+	out := &Outcome{Dir: md.Path, Rows: ex.runRows(ctx, md), Resumed: p.ResumeDir != ""}
+	out.tally()
+	_ = md.UpdateManifest(func(m *rundir.Manifest) {
+		m.Status = out.Status
+		if out.Err != nil {
+			m.Error = out.Err.Error()
 		}
-		// A refused resume leaves the directory exactly as it was: no row
-		// is created, touched or run.
-		if err := ex.checkFingerprint(md); err != nil {
-			return &Outcome{Dir: md.Path, Status: rundir.StatusFailed, Resumed: true, Err: err}, nil
-		}
-		if err := ex.restoreMatrixLedger(md); err != nil {
-			return nil, err
-		}
-		if ex.opts.ForceResume {
-			if err := md.RecordForcedResume(ex.cfg, ex.meta(), 0); err != nil {
-				return nil, err
-			}
-		}
-		// A resume may extend the matrix; a later one without --iterations
-		// continues to the same end.
-		err = md.UpdateManifest(func(m *rundir.Manifest) { m.Iterations = p.Iterations })
-	} else {
+		m.MarkFinished()
+	})
+	return out, nil
+}
+
+// openMatrix creates the matrix directory, or reopens it for a resume. A
+// refused resume returns its outcome and leaves the directory exactly as it
+// was: no row is created, touched or run.
+func (ex *execution) openMatrix() (md *rundir.Dir, refused *Outcome, err error) {
+	p := ex.opts.Plan
+	if p.ResumeDir == "" {
 		md, err = rundir.Create(p.OutDir, rundir.Spec{Manifest: rundir.Manifest{Kind: rundir.KindMatrix, Name: p.Name,
 			Tasks: p.Tasks, TaskSet: p.TaskSet, Iterations: p.Iterations, Seed: firstSeed(p.Seeds), Seeds: p.Seeds,
 			Agent: p.Agent, Offline: p.Offline, Rows: rowNames(p.Rows)}, Config: ex.cfg, Meta: ex.meta()})
 		if err == nil {
 			err = md.WriteFileFunc(rundir.MatrixPlanFile, p.WriteMatrixFile)
 		}
+		return md, nil, err
 	}
-	if err != nil {
-		return nil, err
+	if md, err = rundir.Open(p.ResumeDir); err != nil {
+		return nil, nil, err
 	}
-	if ex.opts.OnStart != nil {
-		ex.opts.OnStart(md.Path)
+	if err := ex.checkFingerprint(md); err != nil {
+		return nil, &Outcome{Dir: md.Path, Status: rundir.StatusFailed, Resumed: true, Err: err}, nil
 	}
-	out := &Outcome{Dir: md.Path, Rows: make([]RowOutcome, len(p.Rows)), Resumed: p.ResumeDir != ""}
+	if err := ex.restoreMatrixLedger(md); err != nil {
+		return nil, nil, err
+	}
+	if ex.opts.ForceResume {
+		if err := md.RecordForcedResume(ex.cfg, ex.meta(), 0); err != nil {
+			return nil, nil, err
+		}
+	}
+	// A resume may extend the matrix; a later one without --iterations
+	// continues to the same end.
+	err = md.UpdateManifest(func(m *rundir.Manifest) { m.Iterations = p.Iterations })
+	return md, nil, err
+}
+
+// runRows runs the matrix's rows, at most -j at once, and returns how each
+// ended in plan order.
+func (ex *execution) runRows(ctx context.Context, md *rundir.Dir) []RowOutcome {
+	p := ex.opts.Plan
+	rows := make([]RowOutcome, len(p.Rows))
 	sem := make(chan struct{}, max(1, p.Concurrency))
 	var wg sync.WaitGroup
 	for i, row := range p.Rows {
 		d, err := ex.openOrCreateRow(md, row)
 		if err != nil {
-			out.Rows[i] = RowOutcome{Name: row.Name, Status: rundir.StatusFailed, Error: err.Error(),
+			rows[i] = RowOutcome{Name: row.Name, Status: rundir.StatusFailed, Error: err.Error(),
 				Result: Result{Status: rundir.StatusFailed, Err: err}}
 			continue
 		}
@@ -267,7 +288,7 @@ func (ex *execution) matrix(ctx context.Context) (*Outcome, error) {
 		if m := d.Manifest(); m.Status == rundir.StatusCompleted && m.CompletedIterations >= p.Iterations {
 			res := Result{Status: rundir.StatusCompleted}
 			res.Iterations = completedIterations(d.Path)
-			out.Rows[i] = RowOutcome{Name: row.Name, Dir: d.Path, Status: rundir.StatusCompleted, Result: res}
+			rows[i] = RowOutcome{Name: row.Name, Dir: d.Path, Status: rundir.StatusCompleted, Result: res}
 			continue
 		}
 		wg.Add(1)
@@ -276,16 +297,22 @@ func (ex *execution) matrix(ctx context.Context) (*Outcome, error) {
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				out.Rows[i] = RowOutcome{Name: row.Name, Dir: d.Path, Status: rundir.StatusInterrupted,
+				rows[i] = RowOutcome{Name: row.Name, Dir: d.Path, Status: rundir.StatusInterrupted,
 					Result: Result{Status: rundir.StatusInterrupted, Err: ErrInterrupted}}
 				_ = d.UpdateManifest(func(m *rundir.Manifest) { m.Status = rundir.StatusInterrupted })
 				return
 			}
 			defer func() { <-sem }()
-			out.Rows[i] = ex.runRow(ctx, d, row, md.ID, ex.ledger.Child(row.Name))
+			rows[i] = ex.runRow(ctx, d, row, md.ID, ex.ledger.Child(row.Name))
 		}()
 	}
 	wg.Wait()
+	return rows
+}
+
+// tally sums the rows' trials and takes the worst status and the first
+// error as the matrix's.
+func (out *Outcome) tally() {
 	out.Status = rundir.StatusCompleted
 	for _, ro := range out.Rows {
 		out.Trials += ro.Result.Trials
@@ -296,14 +323,6 @@ func (ex *execution) matrix(ctx context.Context) (*Outcome, error) {
 			out.Err = fmt.Errorf("row %s: %w", ro.Name, ro.Result.Err)
 		}
 	}
-	_ = md.UpdateManifest(func(m *rundir.Manifest) {
-		m.Status = out.Status
-		if out.Err != nil {
-			m.Error = out.Err.Error()
-		}
-		m.MarkFinished()
-	})
-	return out, nil
 }
 
 // checkFingerprint refuses, unless the resume is forced, to resume a matrix
