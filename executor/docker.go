@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"archive/tar"
 	"bufio"
 	"context"
 	"crypto/sha256"
@@ -13,7 +12,6 @@ import (
 	"hash"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -29,6 +27,7 @@ import (
 
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/internal/tartree"
 )
 
 // Labels on every container and image the harness creates. GC finds
@@ -45,39 +44,15 @@ const (
 	LabelOwner = "io.harness.owner"
 )
 
-// Defaults for limits that neither the task nor the runtime configuration sets.
-const (
-	DefaultBuildTimeout    = 20 * time.Minute
-	DefaultAgentTimeout    = 15 * time.Minute
-	DefaultVerifierTimeout = 10 * time.Minute
-	DefaultPidsLimit       = 1024
-)
+// DefaultPidsLimit caps a container's processes when the runtime
+// configuration sets no pids_limit.
+const DefaultPidsLimit = 1024
 
 const (
 	pingTimeout = 15 * time.Second
 	// buildLogTail is how much of a failed build's output an EnvError keeps.
 	buildLogTail = 4096
 )
-
-// EnvError is a failure of a trial's environment (image build, container
-// start), as opposed to something the agent did. Traces record it as
-// env_failure, never as a reward.
-type EnvError struct {
-	Op  string // what was being done, e.g. "build image for task hello"
-	Err error
-	// Log is the tail of the build output, when there was one.
-	Log string
-}
-
-func (e *EnvError) Error() string {
-	msg := e.Op + ": " + e.Err.Error()
-	if e.Log != "" {
-		msg += "\n--- build output (tail) ---\n" + e.Log
-	}
-	return msg
-}
-
-func (e *EnvError) Unwrap() error { return e.Err }
 
 // Docker is the sandbox backend on a Docker Engine. It is safe for
 // concurrent use by many trials.
@@ -218,94 +193,10 @@ func writeField(h hash.Hash, b []byte) {
 	h.Write(b)
 }
 
-// walkTree calls fn for every directory, regular file and symlink under
-// root (not root itself), in lexical order, with its slash-separated path
-// relative to root. Other kinds of files (sockets, devices) are skipped: they
-// cannot be part of a build context or a copy.
-func walkTree(root string, fn walkFunc) error {
-	return filepath.WalkDir(root, func(full string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if full == root {
-			return nil
-		}
-		t := d.Type()
-		if !t.IsDir() && !t.IsRegular() && t&fs.ModeSymlink == 0 {
-			return nil
-		}
-		rel, err := filepath.Rel(root, full)
-		if err != nil {
-			return err
-		}
-		return fn(filepath.ToSlash(rel), d, full)
-	})
-}
-
-// writeTreeTar writes the tree under root as a tar stream: owner root, the
-// files' own modes and times, symlinks as links.
-func writeTreeTar(w io.Writer, root string) error { return writeTreeTarUnder(w, root, "") }
-
-// writeTreeTarUnder is writeTreeTar with every entry placed under the
-// directory prefix, which the stream itself creates first (mode 0755).
-func writeTreeTarUnder(w io.Writer, root, prefix string) error {
-	return writeTar(w, root, prefix, walkTree)
-}
-
-// writeContextTar is writeTreeTar over a build context: what its
+// writeContextTar writes a build context as a tar stream: what its
 // .dockerignore excludes is left out.
 func writeContextTar(w io.Writer, root string) error {
-	return writeTar(w, root, "", walkBuildContext)
-}
-
-func writeTar(w io.Writer, root, prefix string, walk func(string, walkFunc) error) error {
-	tw := tar.NewWriter(w)
-	if prefix != "" {
-		hdr := &tar.Header{Name: prefix + "/", Typeflag: tar.TypeDir, Mode: 0o755, Format: tar.FormatPAX}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return err
-		}
-		prefix += "/"
-	}
-	err := walk(root, func(rel string, d fs.DirEntry, full string) error {
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		link := ""
-		if info.Mode()&fs.ModeSymlink != 0 {
-			if link, err = os.Readlink(full); err != nil {
-				return err
-			}
-		}
-		hdr, err := tar.FileInfoHeader(info, link)
-		if err != nil {
-			return err
-		}
-		hdr.Name = prefix + rel
-		if info.IsDir() {
-			hdr.Name += "/"
-		}
-		hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = 0, 0, "", ""
-		hdr.Format = tar.FormatPAX
-		if err := tw.WriteHeader(hdr); err != nil {
-			return err
-		}
-		if !info.Mode().IsRegular() {
-			return nil
-		}
-		f, err := os.Open(full)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = io.CopyN(tw, f, info.Size())
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return tw.Close()
+	return tartree.WriteUnder(w, root, "", walkBuildContext)
 }
 
 // EnsureImage returns the image a task's trials run in. As in Harbor, a
@@ -364,7 +255,7 @@ func (d *Docker) EnsureImage(ctx context.Context, task *benchmarks.Task) (image 
 	} else if ok {
 		return tag, false, nil
 	}
-	timeout := firstPositive(secondsDuration(task.Config.Environment.BuildTimeoutSec), d.rt.BuildTimeout.Duration, DefaultBuildTimeout)
+	timeout := BuildTimeout(task, d.rt)
 	bctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	logTail, err := d.build(bctx, task.ID, envDir, tag)
@@ -586,22 +477,4 @@ func (k *keyedMutex) lock(ctx context.Context, key string) (unlock func(), err e
 		release()
 		return nil, ctx.Err()
 	}
-}
-
-// secondsDuration converts a task's seconds field; 0 or less means unset.
-func secondsDuration(sec float64) time.Duration {
-	const maxSec = float64(math.MaxInt64 / int64(time.Second))
-	if !(sec > 0) { // also NaN
-		return 0
-	}
-	return time.Duration(math.Min(sec, maxSec) * float64(time.Second))
-}
-
-func firstPositive(ds ...time.Duration) time.Duration {
-	for _, d := range ds {
-		if d > 0 {
-			return d
-		}
-	}
-	return 0
 }

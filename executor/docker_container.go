@@ -22,8 +22,8 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/pkg/stdcopy"
 
-	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/internal/tartree"
 )
 
 // NetworkTask is the runtime network setting that lets a task that allows
@@ -31,12 +31,6 @@ import (
 const NetworkTask = "task"
 
 const (
-	// DefaultOutputCap caps each of an exec's stdout and stderr when the
-	// request sets no cap.
-	DefaultOutputCap = 1 << 20
-	// DefaultReadCap caps ReadFile when the caller sets no cap.
-	DefaultReadCap = 1 << 20
-
 	// killAfter is how long the in-container timeout waits after SIGTERM
 	// before SIGKILL.
 	killAfter = 5 * time.Second
@@ -76,21 +70,8 @@ var keepAlive = []string{"/bin/sh", "-c", "trap '' HUP INT TERM; exec sleep 2147
 // SETPCAP, SETFCAP and AUDIT_WRITE, which tasks do not need.
 var sandboxCaps = []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "SETUID", "SETGID", "KILL", "NET_BIND_SERVICE"}
 
-// ContainerSpec says what to start for one trial.
-type ContainerSpec struct {
-	Image string
-	// Task supplies the resources, environment, workdir and network policy.
-	Task *benchmarks.Task
-	// RunID, Row, Iteration and TrialID label the container so GC and
-	// people can tell what it belongs to.
-	RunID     string
-	Row       string
-	Iteration int
-	TrialID   string
-}
-
-// Labels are the container's labels.
-func (s ContainerSpec) Labels() map[string]string {
+// containerLabels are the labels of the container started for s.
+func containerLabels(s ContainerSpec) map[string]string {
 	l := map[string]string{
 		LabelManaged:   "1",
 		LabelRun:       s.RunID,
@@ -114,7 +95,7 @@ func containerConfig(spec ContainerSpec, rt config.ExecutorRuntime, hostCPUs int
 		Cmd:        []string{}, // the image's CMD would be appended to the entrypoint
 		WorkingDir: env.Workdir,
 		Env:        envList(env.Env),
-		Labels:     spec.Labels(),
+		Labels:     containerLabels(spec),
 	}
 	cpus := env.CPUs
 	if cpus <= 0 {
@@ -240,7 +221,7 @@ func (d *Docker) Start(ctx context.Context, spec ContainerSpec) (*Container, err
 		return nil, &EnvError{Op: op, Err: errors.Join(err, c.Close(ctx))}
 	}
 	if ins.Config != nil {
-		c.rootUser = isRootUser(ins.Config.User)
+		c.rootUser = IsRootUser(ins.Config.User)
 	}
 	return c, nil
 }
@@ -331,7 +312,7 @@ func (c *Container) exec(ctx context.Context, req ExecRequest, killOnAbandon boo
 	if req.Timeout <= 0 {
 		return ExecResult{}, fmt.Errorf("exec %s: a timeout is required", req.Cmd[0])
 	}
-	secs := wholeSeconds(req.Timeout)
+	secs := WholeSeconds(req.Timeout)
 	limit := time.Duration(secs) * time.Second
 	outCap := req.OutputCap
 	if outCap <= 0 {
@@ -421,7 +402,7 @@ func (c *Container) exec(ctx context.Context, req ExecRequest, killOnAbandon boo
 	if running {
 		res.ExitCode = -1
 	}
-	res.TimedOut = abandoned || stoppedByTimeout(code, res.Duration, limit)
+	res.TimedOut = abandoned || StoppedByTimeout(code, res.Duration, limit)
 	return res, nil
 }
 
@@ -592,7 +573,7 @@ func (c *Container) CopyDirIn(ctx context.Context, hostDir, dst string) error {
 
 func (c *Container) copyTreeInto(ctx context.Context, hostDir, parent, name string) error {
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(writeTreeTarUnder(pw, hostDir, name)) }()
+	go func() { pw.CloseWithError(tartree.WriteUnder(pw, hostDir, name, tartree.Walk)) }()
 	err := c.d.cli.CopyToContainer(ctx, c.id, parent, pr, container.CopyToContainerOptions{})
 	pr.CloseWithError(errors.New("copy request ended"))
 	return err

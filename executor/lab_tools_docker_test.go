@@ -1,0 +1,81 @@
+package executor
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The file tools act as [agent] user, like run_command: what they create
+// belongs to that user and what it may not read stays unread; write_file
+// keeps the mode of a file it replaces.
+func TestDockerToolsFilesAsAgent(t *testing.T) {
+	d := newTestDocker(t)
+	task := writeTask(t, "greet", greetConfig(), greetFiles, nil)
+	c := startTestContainer(t, d, task, "tool-files")
+	ctx := context.Background()
+	sh := func(script string) string {
+		t.Helper()
+		res, err := c.Exec(ctx, ExecRequest{Cmd: []string{"sh", "-c", script}, Timeout: 10 * time.Second})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("%s: %+v %v", script, res, err)
+		}
+		return strings.TrimSpace(res.Stdout)
+	}
+	sh(`printf '#!/bin/sh\necho old\n' > /app/run.sh && chmod 750 /app/run.sh
+mkdir -p /opt/skills/s && echo secret > /opt/skills/s/SKILL.md && chmod 600 /opt/skills/s/SKILL.md
+cp /opt/skills/s/SKILL.md /app/secret.txt && chmod 600 /app/secret.txt`)
+
+	root := &ContainerTools{Sandbox: c, Workdir: "/app", OutputCap: 1 << 10}
+	if _, err := runLabTool(t, root, ToolWriteFile, map[string]string{"path": "run.sh", "content": "#!/bin/sh\necho new\n"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runLabTool(t, root, ToolWriteFile, map[string]string{"path": "fresh.txt", "content": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := sh("stat -c %a /app/run.sh /app/fresh.txt; /app/run.sh"); got != "750\n644\nnew" {
+		t.Errorf("modes and output after write_file = %q, want 750, 644 and the new script's output", got)
+	}
+
+	agent := &ContainerTools{Sandbox: c, Workdir: "/app", OutputCap: 1 << 10, User: "nobody",
+		Skills: []TaskSkill{{Name: "s", Path: "/opt/skills/s/SKILL.md"}}}
+	if _, err := runLabTool(t, agent, ToolWriteFile, map[string]string{"path": "/tmp/mine/a.txt", "content": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := sh("stat -c %U /tmp/mine /tmp/mine/a.txt"); got != "nobody\nnobody" {
+		t.Errorf("owners of what write_file created = %q, want nobody", got)
+	}
+	for _, call := range []struct {
+		tool string
+		args map[string]string
+	}{
+		{ToolReadFile, map[string]string{"path": "secret.txt"}},
+		{ToolReadSkill, map[string]string{"name": "s"}},
+		{ToolWriteFile, map[string]string{"path": "run.sh", "content": "overwritten"}},
+	} {
+		if out, err := runLabTool(t, agent, call.tool, call.args); err == nil || !strings.Contains(err.Error(), "Permission denied") {
+			t.Errorf("%s %v as nobody = %q, %v; want permission denied", call.tool, call.args, out, err)
+		}
+	}
+	if got := sh("cat /app/run.sh"); !strings.Contains(got, "echo new") {
+		t.Errorf("run.sh was changed by a user who may not write it: %q", got)
+	}
+	// Discovery offers only the skills the agent can read.
+	sh(`mkdir -p /opt/skills/open && printf -- '---\nname: open\ndescription: readable\n---\n\nbody\n' > /opt/skills/open/SKILL.md`)
+	for _, tt := range []struct{ user, want string }{{"", "open,s"}, {"nobody", "open"}} {
+		env, err := DiscoverEnvironment(ctx, c, "/app", tt.user, []string{"/opt/skills"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, s := range env.Skills {
+			names = append(names, s.Name)
+		}
+		slices.Sort(names)
+		if got := strings.Join(names, ","); got != tt.want {
+			t.Errorf("skills discovered as %q = %q (warnings %q), want %q", tt.user, got, env.Warnings, tt.want)
+		}
+	}
+}
