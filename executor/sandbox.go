@@ -3,7 +3,9 @@ package executor
 import (
 	"context"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -73,4 +75,13 @@ func WholeSeconds(d time.Duration) int64 { return max(int64(math.Ceil(d.Seconds(
 // and a command that exits so by itself before the limit was not stopped.
 func StoppedByTimeout(code int, ran, limit time.Duration) bool {
 	return (code == 124 || code == 137) && ran >= limit
+}
+
+// envList renders an environment map as sorted KEY=VALUE entries.
+func envList(m map[string]string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, k+"="+m[k])
+	}
+	return out
 }

@@ -368,3 +368,10 @@ func excerpt(s string, max int) string {
 		fmt.Sprintf("\n…[%d bytes omitted]…\n", omitted) +
 		strings.ToValidUTF8(s[len(s)-tail:], "")
 }
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

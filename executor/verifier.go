@@ -31,6 +31,8 @@ const (
 	maxRewardFile   = 64 << 10
 	maxCTRFFile     = 32 << 20
 	maxVerifierLogs = 256 << 20
+	// fileOpTimeout bounds the verifier's small preparing command.
+	fileOpTimeout = 60 * time.Second
 )
 
 // verifyScript runs test.sh with its output both captured and kept in the

@@ -11,6 +11,8 @@ import (
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/executor/docker"
+	"github.com/mediated-coevo/harness/executor/lab"
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/skills"
 )
@@ -100,7 +102,7 @@ func Execute(ctx context.Context, o ExecOptions) (*Outcome, error) {
 	}
 	backend := o.Backend
 	if backend == nil {
-		d, err := executor.NewDocker(ctx, cfg.ExecutorRuntime)
+		d, err := docker.New(ctx, cfg.ExecutorRuntime)
 		if err != nil {
 			return nil, err
 		}
@@ -220,7 +222,7 @@ func (ex *execution) agentFactory(row RowSpec, clients *Clients) (AgentFactory, 
 	case AgentNop:
 		return func(string) executor.Agent { return executor.NopAgent{} }, nil
 	case AgentLab, "":
-		lab, err := ex.cfg.Lab(row.Lab)
+		settings, err := ex.cfg.Lab(row.Lab)
 		if err != nil {
 			return nil, err
 		}
@@ -235,7 +237,7 @@ func (ex *execution) agentFactory(row RowSpec, clients *Clients) (AgentFactory, 
 			}
 		}
 		return func(string) executor.Agent {
-			a := executor.NewLabAgent(lab, byRole)
+			a := lab.NewAgent(settings, byRole)
 			a.ContextTokens = window
 			a.MaxOutputTokens = maxOut
 			return a

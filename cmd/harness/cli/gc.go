@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mediated-coevo/harness/config"
-	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/executor/docker"
 )
 
 // GCOptions are the flags of `harness gc`.
@@ -105,7 +105,7 @@ func runGC(ctx context.Context, o *GCOptions) error {
 	if err != nil {
 		return UsageError(fmt.Errorf("invalid configuration: %w", err))
 	}
-	d, err := executor.NewDocker(ctx, cfg.ExecutorRuntime)
+	d, err := docker.New(ctx, cfg.ExecutorRuntime)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted: %w", ctx.Err())
@@ -114,7 +114,7 @@ func runGC(ctx context.Context, o *GCOptions) error {
 	}
 	defer d.Close()
 
-	rep, gcErr := d.GC(ctx, executor.GCOptions{RunID: o.RunID, Images: o.Images, StaleImages: o.StaleImages,
+	rep, gcErr := d.GC(ctx, docker.GCOptions{RunID: o.RunID, Images: o.Images, StaleImages: o.StaleImages,
 		Task: o.Task, Force: o.Force, DryRun: o.DryRun})
 	res := GCResult{DryRun: o.DryRun, RunID: o.RunID, Engine: d.Host(),
 		Containers: nonNil(rep.Containers), Images: nonNil(rep.Images), Kept: nonNil(rep.Kept),

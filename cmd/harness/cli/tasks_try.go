@@ -16,6 +16,7 @@ import (
 
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/executor/docker"
 	"github.com/mediated-coevo/harness/harness"
 )
 
@@ -124,14 +125,14 @@ func runTasksTry(ctx context.Context, o *TasksTryOptions) error {
 
 	rt := cfg.ExecutorRuntime
 	rt.KeepContainers = rt.KeepContainers || o.Keep
-	docker, err := executor.NewDocker(ctx, rt)
+	backend, err := docker.New(ctx, rt)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted before the trial started: %w", ctx.Err())
 		}
 		return &ExitError{Code: ExitEnvFailures, Err: fmt.Errorf("%w; nothing was run", err)}
 	}
-	defer docker.Close()
+	defer backend.Close()
 
 	now := time.Now
 	if o.Now != nil {
@@ -150,7 +151,7 @@ func runTasksTry(ctx context.Context, o *TasksTryOptions) error {
 	fmt.Fprintf(o.IO.ErrOut, "trying task %s (%s, %s) with the %s agent; job directory %s\n", task.ID, from, task.Dir, agent.Name(), jobDir)
 
 	runner := executor.Runner{
-		Backend:    &announcingBackend{Backend: docker, w: o.IO.ErrOut, after: time.Second},
+		Backend:    &announcingBackend{Backend: backend, w: o.IO.ErrOut, after: time.Second},
 		Runtime:    rt,
 		RewardMode: cfg.Experiment.RewardMode,
 	}

@@ -1,4 +1,4 @@
-package executor
+package docker
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/executor"
 )
 
 // Tests in this file need no Docker engine.
@@ -111,7 +112,7 @@ func TestContainerConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			spec := ContainerSpec{Image: "img:1", Task: task(tt.env), RunID: "r", Row: "row", Iteration: 3, TrialID: "tr"}
+			spec := executor.ContainerSpec{Image: "img:1", Task: task(tt.env), RunID: "r", Row: "row", Iteration: 3, TrialID: "tr"}
 			cfg, hc := containerConfig(spec, tt.rt, tt.hostCPUs)
 			if string(hc.NetworkMode) != tt.wantNet {
 				t.Errorf("network %q, want %q", hc.NetworkMode, tt.wantNet)

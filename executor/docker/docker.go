@@ -1,4 +1,4 @@
-package executor
+package docker
 
 import (
 	"bufio"
@@ -27,6 +27,7 @@ import (
 
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/executor"
 	"github.com/mediated-coevo/harness/internal/tartree"
 )
 
@@ -54,9 +55,9 @@ const (
 	buildLogTail = 4096
 )
 
-// Docker is the sandbox backend on a Docker Engine. It is safe for
+// Backend is the sandbox backend on a Docker Engine. It is safe for
 // concurrent use by many trials.
-type Docker struct {
+type Backend struct {
 	cli  *client.Client
 	rt   config.ExecutorRuntime
 	ncpu int
@@ -72,10 +73,10 @@ type Docker struct {
 	owner string
 }
 
-// NewDocker connects to the engine named by rt.DockerHost, or by DOCKER_HOST
+// New connects to the engine named by rt.DockerHost, or by DOCKER_HOST
 // and the other DOCKER_* variables when that is empty, and negotiates the API
 // version. It fails with a clear message when no engine answers.
-func NewDocker(ctx context.Context, rt config.ExecutorRuntime) (*Docker, error) {
+func New(ctx context.Context, rt config.ExecutorRuntime) (*Backend, error) {
 	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
 	if rt.DockerHost != "" {
 		opts = append(opts, client.WithHost(rt.DockerHost))
@@ -104,7 +105,7 @@ func NewDocker(ctx context.Context, rt config.ExecutorRuntime) (*Docker, error) 
 		return nil, fmt.Errorf("ask the Docker engine at %s for its resources: %w", cli.DaemonHost(), err)
 	}
 	host, _ := os.Hostname()
-	d := &Docker{cli: cli, rt: rt, ncpu: info.NCPU, owner: ownerLabel(host, os.Getpid())}
+	d := &Backend{cli: cli, rt: rt, ncpu: info.NCPU, owner: ownerLabel(host, os.Getpid())}
 	if rt.MaxContainers > 0 {
 		d.slots = make(chan struct{}, rt.MaxContainers)
 	}
@@ -112,10 +113,10 @@ func NewDocker(ctx context.Context, rt config.ExecutorRuntime) (*Docker, error) 
 }
 
 // Host is the engine's address, for messages.
-func (d *Docker) Host() string { return d.cli.DaemonHost() }
+func (d *Backend) Host() string { return d.cli.DaemonHost() }
 
 // Close releases the client's connections. Containers are not touched.
-func (d *Docker) Close() error { return d.cli.Close() }
+func (d *Backend) Close() error { return d.cli.Close() }
 
 // ImageTag is the tag of a task's image: the task id made into a valid
 // repository name, and the first 16 hex digits of the build-context hash.
@@ -205,16 +206,16 @@ func writeContextTar(w io.Writer, root string) error {
 // image built from environment/ and tagged by ImageTag over ContextHash
 // (folded with the ids of its base images present on the engine); an
 // existing tag is reused (built=false). Failures are *EnvError.
-func (d *Docker) EnsureImage(ctx context.Context, task *benchmarks.Task) (image string, built bool, err error) {
+func (d *Backend) EnsureImage(ctx context.Context, task *benchmarks.Task) (image string, built bool, err error) {
 	if task == nil {
-		return "", false, &EnvError{Op: "ensure image", Err: errors.New("no task given")}
+		return "", false, &executor.EnvError{Op: "ensure image", Err: errors.New("no task given")}
 	}
 	envDir := filepath.Join(task.Dir, "environment")
 	op := "build image for task " + task.ID
 	if ref := task.Config.Environment.DockerImage; ref != "" {
 		ok, err := d.imageExists(ctx, ref)
 		if err != nil {
-			return "", false, &EnvError{Op: "find image for task " + task.ID, Err: err}
+			return "", false, &executor.EnvError{Op: "find image for task " + task.ID, Err: err}
 		}
 		if ok {
 			return ref, false, nil
@@ -222,40 +223,40 @@ func (d *Docker) EnsureImage(ctx context.Context, task *benchmarks.Task) (image 
 	}
 	if _, err := os.Stat(filepath.Join(envDir, "Dockerfile")); err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			return "", false, &EnvError{Op: op, Err: err}
+			return "", false, &executor.EnvError{Op: op, Err: err}
 		}
 		if ref := task.Config.Environment.DockerImage; ref != "" {
 			return d.localImage(ctx, task.ID, ref)
 		}
-		return "", false, &EnvError{Op: op, Err: fmt.Errorf(
+		return "", false, &executor.EnvError{Op: op, Err: fmt.Errorf(
 			"%s has no environment/Dockerfile and task.toml sets no [environment] docker_image: add one of them", task.Dir)}
 	}
 	sum, err := ContextHash(envDir)
 	if err != nil {
-		return "", false, &EnvError{Op: op, Err: err}
+		return "", false, &executor.EnvError{Op: op, Err: err}
 	}
 	bases, err := d.baseImageIDs(ctx, envDir)
 	if err != nil {
-		return "", false, &EnvError{Op: op, Err: err}
+		return "", false, &executor.EnvError{Op: op, Err: err}
 	}
 	tag := ImageTag(task.ID, withBaseImages(sum, bases))
 	if ok, err := d.imageExists(ctx, tag); err != nil {
-		return "", false, &EnvError{Op: op, Err: err}
+		return "", false, &executor.EnvError{Op: op, Err: err}
 	} else if ok {
 		return tag, false, nil
 	}
 	unlock, err := d.builds.lock(ctx, tag)
 	if err != nil {
-		return "", false, &EnvError{Op: op, Err: fmt.Errorf("wait for another build of %s: %w", tag, err)}
+		return "", false, &executor.EnvError{Op: op, Err: fmt.Errorf("wait for another build of %s: %w", tag, err)}
 	}
 	defer unlock()
 	// Another trial may have built it while this one waited.
 	if ok, err := d.imageExists(ctx, tag); err != nil {
-		return "", false, &EnvError{Op: op, Err: err}
+		return "", false, &executor.EnvError{Op: op, Err: err}
 	} else if ok {
 		return tag, false, nil
 	}
-	timeout := BuildTimeout(task, d.rt)
+	timeout := executor.BuildTimeout(task, d.rt)
 	bctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	logTail, err := d.build(bctx, task.ID, envDir, tag)
@@ -266,24 +267,24 @@ func (d *Docker) EnsureImage(ctx context.Context, task *benchmarks.Task) (image 
 		if hint := d.missingBaseImages(ctx, envDir); hint != "" {
 			err = fmt.Errorf("%w; %s", err, hint)
 		}
-		return "", false, &EnvError{Op: op, Err: err, Log: logTail}
+		return "", false, &executor.EnvError{Op: op, Err: err, Log: logTail}
 	}
 	return tag, true, nil
 }
 
-func (d *Docker) localImage(ctx context.Context, taskID, ref string) (string, bool, error) {
+func (d *Backend) localImage(ctx context.Context, taskID, ref string) (string, bool, error) {
 	ok, err := d.imageExists(ctx, ref)
 	if err != nil {
-		return "", false, &EnvError{Op: "find image for task " + taskID, Err: err}
+		return "", false, &executor.EnvError{Op: "find image for task " + taskID, Err: err}
 	}
 	if !ok {
-		return "", false, &EnvError{Op: "find image for task " + taskID, Err: fmt.Errorf(
+		return "", false, &executor.EnvError{Op: "find image for task " + taskID, Err: fmt.Errorf(
 			"docker_image %q is not present on the engine and images are never pulled: load or build it first (docker load, docker build -t %s)", ref, ref)}
 	}
 	return ref, false, nil
 }
 
-func (d *Docker) imageExists(ctx context.Context, ref string) (bool, error) {
+func (d *Backend) imageExists(ctx context.Context, ref string) (bool, error) {
 	_, err := d.cli.ImageInspect(ctx, ref)
 	switch {
 	case err == nil:
@@ -299,7 +300,7 @@ func (d *Docker) imageExists(ctx context.Context, ref string) (bool, error) {
 // the progress stream to its end; a failed step arrives as errorDetail in an
 // HTTP 200 stream, so the stream decides success. It returns the tail of the
 // build output.
-func (d *Docker) build(ctx context.Context, taskID, envDir, tag string) (string, error) {
+func (d *Backend) build(ctx context.Context, taskID, envDir, tag string) (string, error) {
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(writeContextTar(pw, envDir)) }()
 	// Unblocks the tar writer if the request ends before reading everything.
@@ -371,7 +372,7 @@ func fromRefs(envDir string) []string {
 // They go into the tag so that rebuilding a base image (the locally built
 // harness-base, say) rebuilds the task images on top of it. Absent refs (to
 // be pulled, or names of earlier stages) are left out.
-func (d *Docker) baseImageIDs(ctx context.Context, envDir string) ([]string, error) {
+func (d *Backend) baseImageIDs(ctx context.Context, envDir string) ([]string, error) {
 	var out []string
 	for _, ref := range fromRefs(envDir) {
 		ins, err := d.cli.ImageInspect(ctx, ref)
@@ -401,7 +402,7 @@ func withBaseImages(contextHash string, bases []string) string {
 
 // missingBaseImages names the Dockerfile's base images that the engine does
 // not have, the usual cause of a failed build where nothing can be pulled.
-func (d *Docker) missingBaseImages(ctx context.Context, envDir string) string {
+func (d *Backend) missingBaseImages(ctx context.Context, envDir string) string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	var missing []string

@@ -1,4 +1,4 @@
-package executor
+package docker
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mediated-coevo/harness/executor"
 )
 
 // The verifier on a root image runs in one exec (tests in on stdin, logs
@@ -23,7 +25,7 @@ func TestDockerStreamedVerifier(t *testing.T) {
 	c := startTestContainer(t, d, task, "streamed")
 	logDir := filepath.Join(t.TempDir(), "verifier")
 	var execs int
-	r := RunVerifier(context.Background(), countingSandbox{c, &execs}, task, VerifyOptions{Timeout: 30 * time.Second, LogDir: logDir, OutputCap: 1024})
+	r := executor.RunVerifier(context.Background(), countingSandbox{c, &execs}, task, executor.VerifyOptions{Timeout: 30 * time.Second, LogDir: logDir, OutputCap: 1024})
 	if r.Err != nil || r.Reward != 0.5 {
 		t.Fatalf("reward %v err %v output %q", r.Reward, r.Err, clip(r.Output, 300))
 	}
@@ -47,8 +49,8 @@ func TestDockerVerifierWithoutTar(t *testing.T) {
 	task := writeTask(t, "greet-no-tar", greetConfig(), greetFiles, map[string]string{
 		"environment/Dockerfile": greetFiles["environment/Dockerfile"] + "RUN rm -f /bin/tar /usr/bin/tar\n",
 	})
-	tr, jobDir := runTrial(t, d, context.Background(), task, OracleAgent{}, RewardModeVerifier)
-	if tr.Status != StatusScored || tr.Reward == nil || *tr.Reward != 1 {
+	tr, jobDir := runTrial(t, d, context.Background(), task, executor.OracleAgent{}, executor.RewardModeVerifier)
+	if tr.Status != executor.StatusScored || tr.Reward == nil || *tr.Reward != 1 {
 		t.Fatalf("oracle without tar: status %s reward %v errors %v", tr.Status, tr.Reward, tr.Errors)
 	}
 	if _, err := os.Stat(filepath.Join(jobDir, "verifier", "ctrf.json")); err != nil {
@@ -62,7 +64,7 @@ type countingSandbox struct {
 	n *int
 }
 
-func (s countingSandbox) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+func (s countingSandbox) Exec(ctx context.Context, req executor.ExecRequest) (executor.ExecResult, error) {
 	*s.n++
 	return s.Container.Exec(ctx, req)
 }
@@ -106,8 +108,8 @@ func TestDockerVerifierAndOracleUsers(t *testing.T) {
 				overrides[k] = v
 			}
 			task := writeTask(t, "users", cfg, greetFiles, overrides)
-			tr, _ := runTrial(t, d, context.Background(), task, OracleAgent{}, RewardModeVerifier)
-			if tr.Status != StatusScored || tr.Reward == nil || *tr.Reward != 1 {
+			tr, _ := runTrial(t, d, context.Background(), task, executor.OracleAgent{}, executor.RewardModeVerifier)
+			if tr.Status != executor.StatusScored || tr.Reward == nil || *tr.Reward != 1 {
 				t.Errorf("status %s reward %v; verifier said %q; errors %v", tr.Status, tr.Reward, strings.TrimSpace(tr.VerifierOutput), tr.Errors)
 			}
 		})
@@ -144,11 +146,11 @@ func TestDockerVerifierIgnoresFakePrepareMarker(t *testing.T) {
 			c := startTestContainer(t, d, task, "fake-marker")
 			ctx := context.Background()
 			if tt.setup != "" {
-				if res, err := c.Exec(ctx, ExecRequest{Cmd: []string{"sh", "-c", tt.setup}, Timeout: 10 * time.Second}); err != nil || res.ExitCode != 0 {
+				if res, err := c.Exec(ctx, executor.ExecRequest{Cmd: []string{"sh", "-c", tt.setup}, Timeout: 10 * time.Second}); err != nil || res.ExitCode != 0 {
 					t.Fatalf("setup: %+v %v", res, err)
 				}
 			}
-			r := RunVerifier(ctx, c, task, VerifyOptions{Timeout: 30 * time.Second, LogDir: filepath.Join(t.TempDir(), "verifier")})
+			r := executor.RunVerifier(ctx, c, task, executor.VerifyOptions{Timeout: 30 * time.Second, LogDir: filepath.Join(t.TempDir(), "verifier")})
 			if tt.wantErr != "" {
 				if r.Err == nil || !strings.Contains(r.Err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want one about %q", r.Err, tt.wantErr)

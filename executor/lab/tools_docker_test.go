@@ -1,24 +1,30 @@
-package executor
+package lab
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mediated-coevo/harness/benchmarks"
+	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/executor/docker"
+	"github.com/mediated-coevo/harness/internal/dockertest"
 )
 
 // The file tools act as [agent] user, like run_command: what they create
 // belongs to that user and what it may not read stays unread; write_file
 // keeps the mode of a file it replaces.
 func TestDockerToolsFilesAsAgent(t *testing.T) {
-	d := newTestDocker(t)
-	task := writeTask(t, "greet", greetConfig(), greetFiles, nil)
-	c := startTestContainer(t, d, task, "tool-files")
 	ctx := context.Background()
+	c := startToolsContainer(t)
 	sh := func(script string) string {
 		t.Helper()
-		res, err := c.Exec(ctx, ExecRequest{Cmd: []string{"sh", "-c", script}, Timeout: 10 * time.Second})
+		res, err := c.Exec(ctx, executor.ExecRequest{Cmd: []string{"sh", "-c", script}, Timeout: 10 * time.Second})
 		if err != nil || res.ExitCode != 0 {
 			t.Fatalf("%s: %+v %v", script, res, err)
 		}
@@ -78,4 +84,33 @@ cp /opt/skills/s/SKILL.md /app/secret.txt && chmod 600 /app/secret.txt`)
 			t.Errorf("skills discovered as %q = %q (warnings %q), want %q", tt.user, got, env.Warnings, tt.want)
 		}
 	}
+}
+
+// startToolsContainer starts a container with /app as its working
+// directory, from the image of the Docker tests' greeting task.
+func startToolsContainer(t *testing.T) *docker.Container {
+	t.Helper()
+	ctx := context.Background()
+	rt := config.ExecutorRuntime{Network: docker.NetworkTask, PidsLimit: 256, MemoryMB: 512, CPUs: 1,
+		BuildTimeout: config.Duration{Duration: 5 * time.Minute}}
+	d := labDocker(t, rt)
+	dir := filepath.Join(t.TempDir(), "greet")
+	dockerfile := "FROM " + dockertest.BaseImage + "\nWORKDIR /app\nRUN printf 'world\\n' > /app/name.txt\n"
+	if err := os.MkdirAll(filepath.Join(dir, "environment"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "environment", "Dockerfile"), []byte(dockerfile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	task := &benchmarks.Task{ID: "greet", Dir: dir, Config: benchmarks.TaskConfig{Environment: benchmarks.EnvConfig{Workdir: "/app"}}}
+	img, _, err := d.EnsureImage(ctx, task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := d.Start(ctx, executor.ContainerSpec{Image: img, Task: task, RunID: "tool-files", TrialID: "t-tool-files"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
 }
