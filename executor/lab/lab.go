@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/mediated-coevo/harness/config"
@@ -309,20 +308,26 @@ func (r *labRun) setup(ctx context.Context) error {
 		Setup: &Setup{Mode: r.lab.ExecutorMode, Workdir: env.Workdir, Skills: env.Skills, Warnings: env.Warnings}})
 }
 
-// inputs are the structured inputs of every call (see llm.Request.Inputs):
-// the same texts the prompts are rendered from.
-func (r *labRun) inputs(instruction string, withPlan bool) map[string]string {
-	in := map[string]string{
-		llm.InputInstruction: instruction,
-		llm.InputSkill:       r.in.ExecutorSkill,
-		llm.InputTaskID:      r.in.Task.ID,
-		llm.InputIteration:   strconv.Itoa(r.in.Iteration),
-		llm.InputWorkdir:     r.tools.workdir(),
+// player is the offline stand-in for an agent's model (see OfflinePlayer).
+// A client backed by a real model ignores it.
+func (r *labRun) player(instruction string, withPlan bool) llm.Player {
+	return OfflinePlayer(r.offlineTrial(instruction, withPlan))
+}
+
+// offlineTrial is what the offline player is told of an agent: the same
+// texts its prompts are rendered from.
+func (r *labRun) offlineTrial(instruction string, withPlan bool) OfflineTrial {
+	t := OfflineTrial{
+		TaskID:      r.in.Task.ID,
+		Instruction: instruction,
+		Workdir:     r.tools.workdir(),
+		Iteration:   r.in.Iteration,
+		Skill:       r.in.ExecutorSkill,
 	}
 	if withPlan {
-		in["plan"] = r.in.Plan
+		t.Plan = r.in.Plan
 	}
-	return in
+	return t
 }
 
 func (r *labRun) single(ctx context.Context) (llm.LoopResult, error) {
@@ -333,7 +338,7 @@ func (r *labRun) single(ctx context.Context) (llm.LoopResult, error) {
 	}
 	specs = append(specs, SubmitTool("what you did, what you checked, and anything left undone"))
 	loop := r.loop(AgentSingle, 0, config.RoleExecutor, r.caller, specs, r.lab.MaxModelCalls, r.lab.ConcludeMargin)
-	loop.Inputs = r.inputs(r.in.Task.Instruction, true)
+	loop.Client = loop.Client.WithPlayer(r.player(r.in.Task.Instruction, true))
 	loop.Seed = r.in.Seed
 	system := SystemPrompt(singleIdentity(r.tools.workdir(), r.lab.MaxModelCalls), r.in.ExecutorSkill, SkillIndex(r.tools.Skills), r.in.Plan)
 	return r.runLoop(ctx, loop, system, r.in.Task.Instruction)
@@ -347,7 +352,7 @@ func (r *labRun) coordinate(ctx context.Context) (llm.LoopResult, error) {
 	specs = append([]llm.ToolSpec{{Tool: dispatchTool(r.lab), Run: r.dispatch}}, specs...)
 	specs = append(specs, SubmitTool("what was done, what was checked, and anything left undone"))
 	loop := r.loop(AgentCoordinator, 0, config.RoleExecutor, r.caller+"/"+AgentCoordinator, specs, r.lab.MaxModelCalls, r.lab.ConcludeMargin)
-	loop.Inputs = r.inputs(r.in.Task.Instruction, true)
+	loop.Client = loop.Client.WithPlayer(r.player(r.in.Task.Instruction, true))
 	loop.Seed = r.in.Seed
 	system := SystemPrompt(coordinatorIdentity(r.tools.workdir(), r.lab), r.in.ExecutorSkill, SkillIndex(r.tools.Skills), r.in.Plan)
 
@@ -525,7 +530,7 @@ func (r *labRun) subagent(ctx context.Context, kind string, n int, task string) 
 	specs = append(specs, SubmitTool(what))
 	calls := r.lab.SubagentMaxCalls
 	loop := r.loop(kind, n, role, r.caller+"/"+kind, specs, calls, clampMargin(r.lab.ConcludeMargin, calls))
-	loop.Inputs = r.inputs(task, false)
+	loop.Client = loop.Client.WithPlayer(r.player(task, false))
 	loop.Seed = r.in.Seed + int64(n)
 	system := SystemPrompt(subagentIdentity(kind, r.tools.workdir(), calls), r.in.ExecutorSkill, SkillIndex(r.tools.Skills), "")
 	return r.runLoop(ctx, loop, system, task)

@@ -79,15 +79,6 @@ func TestLabSystemPromptLayers(t *testing.T) {
 			if strings.Contains(sys, "Use python's csv module") {
 				t.Errorf("the system prompt holds a task skill's body; only the index belongs there")
 			}
-			wantInputs := map[string]string{
-				llm.InputInstruction: instruction, llm.InputSkill: in.ExecutorSkill, llm.InputTaskID: "demo-task",
-				llm.InputIteration: "3", llm.InputWorkdir: "/app", "plan": tc.plan,
-			}
-			for k, v := range wantInputs {
-				if got := reqs[0].Inputs[k]; got != v {
-					t.Errorf("Inputs[%q] = %q, want %q", k, got, v)
-				}
-			}
 			if reqs[0].Kind != llm.KindAgentStep || reqs[0].Seed != 7 {
 				t.Errorf("kind %q seed %d, want agent_step and the trial's seed 7", reqs[0].Kind, reqs[0].Seed)
 			}
@@ -204,8 +195,8 @@ func TestLabHierarchicalAllowlists(t *testing.T) {
 	if strings.Contains(code.Messages[0].Content, in.Plan) || !strings.Contains(code.Messages[0].Content, "Always check your output.") {
 		t.Errorf("code subagent's system prompt should inherit the executor skill but not the plan:\n%s", code.Messages[0].Content)
 	}
-	if code.Inputs[llm.InputInstruction] != "Write /app/out.txt." || code.Seed == in.Seed {
-		t.Errorf("code subagent inputs %v seed %d: want its task as instruction and a seed of its own", code.Inputs, code.Seed)
+	if code.Seed == in.Seed {
+		t.Errorf("code subagent seed %d: want a seed of its own", code.Seed)
 	}
 }
 
@@ -550,5 +541,25 @@ func TestLabOfflineProviderSubmits(t *testing.T) {
 				t.Errorf("offline coordinator dispatched %v, want explore and code once", s.Dispatches)
 			}
 		})
+	}
+}
+
+// The offline player of an agent is told the texts its prompts come from:
+// the top-level agent gets the instruction, skill and plan unmodified, a
+// subagent its dispatched task and no plan.
+func TestLabOfflineTrial(t *testing.T) {
+	instruction := "  # Goal\n\nCompute /app/out.txt.\n"
+	in := labInput(t, newLabFakeSandbox(nil), instruction)
+	r := &labRun{in: in, tools: &ContainerTools{Workdir: "/srv/work"}}
+	top := r.offlineTrial(in.Task.Instruction, true)
+	want := OfflineTrial{TaskID: in.Task.ID, Instruction: instruction, Workdir: "/srv/work", Iteration: 3,
+		Skill: in.ExecutorSkill, Plan: in.Plan}
+	if top != want {
+		t.Errorf("top-level offline trial = %+v, want %+v", top, want)
+	}
+	sub := r.offlineTrial("Write /app/out.txt.", false)
+	want.Instruction, want.Plan = "Write /app/out.txt.", ""
+	if sub != want {
+		t.Errorf("subagent offline trial = %+v, want %+v", sub, want)
 	}
 }
