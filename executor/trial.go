@@ -369,6 +369,7 @@ func excerpt(s string, max int) string {
 		strings.ToValidUTF8(s[len(s)-tail:], "")
 }
 
+// shortID is the short form of a sandbox id that logs show.
 func shortID(id string) string {
 	if len(id) > 12 {
 		return id[:12]

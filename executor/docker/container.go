@@ -235,7 +235,7 @@ func (c *Container) DefaultUserIsRoot() bool { return c.rootUser }
 // configuration, such as a disk limit the storage driver cannot enforce.
 func (c *Container) Warnings() []string { return slices.Clone(c.warnings) }
 
-// StartSandbox is Start for the Backend interface.
+// StartSandbox is Start for the executor.Backend interface.
 func (d *Backend) StartSandbox(ctx context.Context, spec executor.ContainerSpec) (executor.ClosableSandbox, error) {
 	c, err := d.Start(ctx, spec)
 	if err != nil {
@@ -257,7 +257,8 @@ func (d *Backend) acquireSlot(ctx context.Context) (release func(), err error) {
 	}
 }
 
-// Container is one trial's running container. It implements Sandbox.
+// Container is one trial's running container. It implements
+// executor.Sandbox.
 type Container struct {
 	d       *Backend
 	id      string
