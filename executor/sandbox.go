@@ -3,8 +3,18 @@ package executor
 import (
 	"context"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"time"
+)
+
+const (
+	// DefaultOutputCap caps each of an exec's stdout and stderr when the
+	// request sets no cap.
+	DefaultOutputCap = 1 << 20
+	// DefaultReadCap caps ReadFile when the caller sets no cap.
+	DefaultReadCap = 1 << 20
 )
 
 // Sandbox is an isolated, running environment for one trial. Every path is a
@@ -56,13 +66,22 @@ type ExecResult struct {
 	Duration  time.Duration
 }
 
-// wholeSeconds is a limit rounded up to the whole seconds coreutils timeout
+// WholeSeconds is a limit rounded up to the whole seconds coreutils timeout
 // takes, and at least one: timeout 0 would mean no limit.
-func wholeSeconds(d time.Duration) int64 { return max(int64(math.Ceil(d.Seconds())), 1) }
+func WholeSeconds(d time.Duration) int64 { return max(int64(math.Ceil(d.Seconds())), 1) }
 
-// stoppedByTimeout reports whether a command run under coreutils timeout
+// StoppedByTimeout reports whether a command run under coreutils timeout
 // was stopped by it: timeout exits 124 after SIGTERM and 137 after SIGKILL,
 // and a command that exits so by itself before the limit was not stopped.
-func stoppedByTimeout(code int, ran, limit time.Duration) bool {
+func StoppedByTimeout(code int, ran, limit time.Duration) bool {
 	return (code == 124 || code == 137) && ran >= limit
+}
+
+// envList renders an environment map as sorted KEY=VALUE entries.
+func envList(m map[string]string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, k+"="+m[k])
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -29,23 +30,6 @@ const (
 	// limit, to copy tests in and logs out.
 	copyMargin = 2 * time.Minute
 )
-
-// Backend provides sandboxes. *Docker is one; another engine (a cluster
-// runtime) can be added by implementing this without touching the runner.
-type Backend interface {
-	// EnsureImage returns the image for the task's trials, building it if
-	// needed (built reports whether it did). Failures should be *EnvError.
-	EnsureImage(ctx context.Context, task *benchmarks.Task) (image string, built bool, err error)
-	// StartSandbox starts a fresh sandbox for one trial.
-	StartSandbox(ctx context.Context, spec ContainerSpec) (ClosableSandbox, error)
-}
-
-// ClosableSandbox is a started sandbox. Close releases it; it must be
-// idempotent and must work with an already cancelled context.
-type ClosableSandbox interface {
-	Sandbox
-	Close(ctx context.Context) error
-}
 
 // TrialSpec is one trial to run.
 type TrialSpec struct {
@@ -76,6 +60,18 @@ type Runner struct {
 	ExcerptCap int
 }
 
+// Defaults for limits that neither the task nor the runtime configuration sets.
+const (
+	DefaultBuildTimeout    = 20 * time.Minute
+	DefaultAgentTimeout    = 15 * time.Minute
+	DefaultVerifierTimeout = 10 * time.Minute
+)
+
+// BuildTimeout is the task's image build timeout, else the runtime's, else the default.
+func BuildTimeout(task *benchmarks.Task, rt config.ExecutorRuntime) time.Duration {
+	return firstPositive(secondsDuration(task.Config.Environment.BuildTimeoutSec), rt.BuildTimeout.Duration, DefaultBuildTimeout)
+}
+
 // AgentTimeout is the task's agent timeout, else the runtime's, else the default.
 func AgentTimeout(task *benchmarks.Task, rt config.ExecutorRuntime) time.Duration {
 	return firstPositive(secondsDuration(task.Config.Agent.TimeoutSec), rt.AgentTimeout.Duration, DefaultAgentTimeout)
@@ -84,6 +80,24 @@ func AgentTimeout(task *benchmarks.Task, rt config.ExecutorRuntime) time.Duratio
 // VerifierTimeout is the task's verifier timeout, else the runtime's, else the default.
 func VerifierTimeout(task *benchmarks.Task, rt config.ExecutorRuntime) time.Duration {
 	return firstPositive(secondsDuration(task.Config.Verifier.TimeoutSec), rt.VerifierTimeout.Duration, DefaultVerifierTimeout)
+}
+
+// secondsDuration converts a task's seconds field; 0 or less means unset.
+func secondsDuration(sec float64) time.Duration {
+	const maxSec = float64(math.MaxInt64 / int64(time.Second))
+	if !(sec > 0) { // also NaN
+		return 0
+	}
+	return time.Duration(math.Min(sec, maxSec) * float64(time.Second))
+}
+
+func firstPositive(ds ...time.Duration) time.Duration {
+	for _, d := range ds {
+		if d > 0 {
+			return d
+		}
+	}
+	return 0
 }
 
 // Run runs one trial and returns its trace, never nil: every failure is
@@ -353,4 +367,12 @@ func excerpt(s string, max int) string {
 	return strings.ToValidUTF8(s[:head], "") +
 		fmt.Sprintf("\n…[%d bytes omitted]…\n", omitted) +
 		strings.ToValidUTF8(s[len(s)-tail:], "")
+}
+
+// shortID is the short form of a sandbox id that logs show.
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }

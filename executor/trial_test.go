@@ -253,3 +253,17 @@ func TestRunnerWritesJobDir(t *testing.T) {
 		t.Errorf("agent output excerpt of %d bytes", len(tr.AgentOutput))
 	}
 }
+
+func TestExcerpt(t *testing.T) {
+	long := strings.Repeat("a", 1000) + "TAIL"
+	got := excerpt(long, 100)
+	if len(got) > 140 || !strings.HasSuffix(got, "TAIL") || !strings.Contains(got, "bytes omitted") {
+		t.Errorf("excerpt = %q", got)
+	}
+	if got := excerpt("short", 100); got != "short" {
+		t.Errorf("short excerpt = %q", got)
+	}
+	if got := excerpt(strings.Repeat("é", 100), 51); !strings.HasSuffix(got, "é") || strings.ContainsRune(got, '\uFFFD') {
+		t.Errorf("excerpt split a rune: %q", got)
+	}
+}

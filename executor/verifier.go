@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mediated-coevo/harness/benchmarks"
+	"github.com/mediated-coevo/harness/internal/tartree"
 )
 
 // Paths of the verifier inside the sandbox.
@@ -30,6 +31,8 @@ const (
 	maxRewardFile   = 64 << 10
 	maxCTRFFile     = 32 << 20
 	maxVerifierLogs = 256 << 20
+	// fileOpTimeout bounds the verifier's small preparing command.
+	fileOpTimeout = 60 * time.Second
 )
 
 // verifyScript runs test.sh with its output both captured and kept in the
@@ -253,15 +256,15 @@ func verify(ctx context.Context, sb Sandbox, task *benchmarks.Task, opts VerifyO
 // may share its exec with the reset of the verifier's directories.
 func testUser(sb Sandbox, task *benchmarks.Task) (user string, root bool) {
 	if user = task.Config.Verifier.User; user != "" {
-		return user, isRootUser(user)
+		return user, IsRootUser(user)
 	}
 	rooted, ok := sb.(interface{ DefaultUserIsRoot() bool })
 	return "", ok && rooted.DefaultUserIsRoot()
 }
 
-// isRootUser reports whether a user spec (name or uid, with an optional
+// IsRootUser reports whether a user spec (name or uid, with an optional
 // group) names root.
-func isRootUser(user string) bool {
+func IsRootUser(user string) bool {
 	switch user {
 	case "", "root", "0", "0:0", "root:root", "root:0", "0:root":
 		return true
@@ -384,10 +387,10 @@ func readStreamedLogs(r io.Reader, dir string) (l streamedLogs) {
 // archive API. It reports done=false, having changed nothing, when the image
 // has no tar; the caller then takes the copying path.
 func verifyStreamed(ctx context.Context, sb Sandbox, task *benchmarks.Task, testsDir, user string, opts VerifyOptions) (res ExecResult, skipped []string, copyErr error, done bool, err error) {
-	secs := wholeSeconds(opts.Timeout)
+	secs := WholeSeconds(opts.Timeout)
 	limit := time.Duration(secs) * time.Second
 	in, inW := io.Pipe()
-	go func() { inW.CloseWithError(writeTreeTar(inW, testsDir)) }()
+	go func() { inW.CloseWithError(tartree.Write(inW, testsDir)) }()
 	defer in.CloseWithError(errors.New("verifier exec ended"))
 	out, outW := io.Pipe()
 	logs := make(chan streamedLogs, 1)
@@ -423,7 +426,7 @@ func verifyStreamed(ctx context.Context, sb Sandbox, task *benchmarks.Task, test
 		return res, nil, l.err, true, nil
 	}
 	res.ExitCode = l.exitCode
-	res.TimedOut = res.TimedOut || stoppedByTimeout(l.exitCode, res.Duration, limit)
+	res.TimedOut = res.TimedOut || StoppedByTimeout(l.exitCode, res.Duration, limit)
 	return res, l.skipped, l.err, true, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/executor/docker"
 	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/skills"
 )
@@ -157,17 +158,17 @@ func BenchmarkContainerRunNop(b *testing.B) {
 				CPUs:            1, MemoryMB: 512, PidsLimit: 256,
 				Concurrency: j, MaxContainers: j,
 			}
-			docker, err := executor.NewDocker(ctx, rt)
+			d, err := docker.New(ctx, rt)
 			if err != nil {
 				b.Skipf("no Docker engine: %v", err)
 			}
-			defer docker.Close()
+			defer d.Close()
 			for _, task := range tasks {
-				if _, _, err := docker.EnsureImage(ctx, task); err != nil {
+				if _, _, err := d.EnsureImage(ctx, task); err != nil {
 					b.Fatalf("build the fixture image: %v", err)
 				}
 			}
-			runner := &executor.Runner{Backend: docker, Runtime: rt}
+			runner := &executor.Runner{Backend: d, Runtime: rt}
 			base := b.TempDir()
 			ids := make([]string, nTasks)
 			for i, t := range tasks {

@@ -13,7 +13,7 @@ import (
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
-	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/executor/docker"
 	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/internal/dockertest"
 	"github.com/mediated-coevo/harness/llm"
@@ -58,7 +58,7 @@ func onEngine(t *testing.T, o ExecOptions) ExecOptions {
 			t.Fatal(err)
 		}
 	}
-	d, err := executor.NewDocker(context.Background(), cfg.ExecutorRuntime)
+	d, err := docker.New(context.Background(), cfg.ExecutorRuntime)
 	if err != nil {
 		t.Fatal(err)
 	}

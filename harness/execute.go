@@ -13,6 +13,7 @@ import (
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/executor/lab"
 	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/skills"
@@ -189,7 +190,7 @@ func agentFactory(cfg *config.Config, kind, labID string, clients *Clients) (Age
 	case AgentNop:
 		return func(string) executor.Agent { return executor.NopAgent{} }, nil
 	case AgentLab, "":
-		lab, err := cfg.Lab(labID)
+		settings, err := cfg.Lab(labID)
 		if err != nil {
 			return nil, err
 		}
@@ -204,7 +205,7 @@ func agentFactory(cfg *config.Config, kind, labID string, clients *Clients) (Age
 			}
 		}
 		return func(string) executor.Agent {
-			a := executor.NewLabAgent(lab, byRole)
+			a := lab.NewAgent(settings, byRole)
 			a.ContextTokens = window
 			a.MaxOutputTokens = maxOut
 			return a

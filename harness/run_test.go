@@ -55,7 +55,7 @@ func (f *fakeTrials) Run(ctx context.Context, spec executor.TrialSpec) *executor
 	if !ok {
 		r = 0.25
 	}
-	if strings.Contains(spec.ExecutorSkill, llm.DiligenceAdvice) {
+	if strings.Contains(spec.ExecutorSkill, executor.DiligenceAdvice) {
 		r = min(1, r+0.5)
 	}
 	tr.Status, tr.Reward = executor.StatusScored, &r

@@ -69,6 +69,3 @@ func hashOf(seed int64, parts ...string) uint64 {
 	x ^= x >> 31
 	return x
 }
-
-// unit maps a hash onto [0, 1).
-func unit(h uint64) float64 { return float64(h>>11) / float64(uint64(1)<<53) }

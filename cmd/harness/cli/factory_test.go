@@ -7,7 +7,7 @@ import (
 
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/config"
-	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/executor/docker"
 	"github.com/mediated-coevo/harness/llm"
 )
 
@@ -23,7 +23,7 @@ func testFactory() *Factory {
 func engineFactory() *Factory {
 	f := testFactory()
 	f.Sandbox = func(ctx context.Context, rt config.ExecutorRuntime) (SandboxBackend, error) {
-		d, err := executor.NewDocker(ctx, rt)
+		d, err := docker.New(ctx, rt)
 		if err != nil {
 			return nil, err
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/executor/docker"
 )
 
 // These tests run real trials on the Docker engine; they skip only when no
@@ -81,7 +82,7 @@ func TestTasksTrySmokeTask(t *testing.T) {
 			t.Errorf("verifier logs not kept: %v", err)
 		}
 		run := "tasks-try-" + filepath.Base(jobDir)
-		if left := containersLabelled(t, cli, executor.LabelRun+"="+run); len(left) != 0 {
+		if left := containersLabelled(t, cli, docker.LabelRun+"="+run); len(left) != 0 {
 			t.Errorf("%d container(s) of %s left behind", len(left), run)
 		}
 	})
@@ -153,10 +154,10 @@ func TestTasksTryInterruptRemovesContainer(t *testing.T) {
 		}
 	})
 
-	labels := []string{executor.LabelManaged + "=1", executor.LabelTask + "=" + id}
+	labels := []string{docker.LabelManaged + "=1", docker.LabelTask + "=" + id}
 	// The image build's intermediate containers inherit the image's labels;
 	// only the trial's own container carries a run label.
-	trial := append([]string{executor.LabelRun}, labels...)
+	trial := append([]string{docker.LabelRun}, labels...)
 	deadline := time.Now().Add(3 * time.Minute)
 	for len(containersLabelled(t, cli, trial...)) == 0 {
 		select {
@@ -199,7 +200,7 @@ func TestTasksTryInterruptRemovesContainer(t *testing.T) {
 // removeTaskImages removes the images built for a test's own task.
 func removeTaskImages(cli *client.Client, taskID string) {
 	ctx := context.Background()
-	imgs, err := cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", executor.LabelTask+"="+taskID))})
+	imgs, err := cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", docker.LabelTask+"="+taskID))})
 	if err != nil {
 		return
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/cmd/harness/cli"
 	"github.com/mediated-coevo/harness/config"
-	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/executor/docker"
 	"github.com/mediated-coevo/harness/llm"
 )
 
@@ -31,7 +31,7 @@ func New() *cli.Factory {
 
 // openSandbox connects to the Docker engine [executor_runtime] names.
 func openSandbox(ctx context.Context, rt config.ExecutorRuntime) (cli.SandboxBackend, error) {
-	d, err := executor.NewDocker(ctx, rt)
+	d, err := docker.New(ctx, rt)
 	if err != nil {
 		return nil, err // never a nil *Docker inside a non-nil interface
 	}
@@ -40,7 +40,7 @@ func openSandbox(ctx context.Context, rt config.ExecutorRuntime) (cli.SandboxBac
 
 // openCollector connects to the same engine for `harness gc`.
 func openCollector(ctx context.Context, rt config.ExecutorRuntime) (cli.Collector, error) {
-	d, err := executor.NewDocker(ctx, rt)
+	d, err := docker.New(ctx, rt)
 	if err != nil {
 		return nil, err
 	}
@@ -48,10 +48,10 @@ func openCollector(ctx context.Context, rt config.ExecutorRuntime) (cli.Collecto
 }
 
 // dockerCollector is the Docker backend's garbage collector as gc sees it.
-type dockerCollector struct{ *executor.Docker }
+type dockerCollector struct{ *docker.Backend }
 
 func (c dockerCollector) Collect(ctx context.Context, req cli.GCRequest) (cli.GCRemoved, error) {
-	rep, err := c.GC(ctx, executor.GCOptions{RunID: req.RunID, Images: req.Images, StaleImages: req.StaleImages,
+	rep, err := c.GC(ctx, docker.GCOptions{RunID: req.RunID, Images: req.Images, StaleImages: req.StaleImages,
 		Task: req.Task, Force: req.Force, DryRun: req.DryRun})
 	return cli.GCRemoved{Containers: rep.Containers, Images: rep.Images, Kept: rep.Kept}, err
 }

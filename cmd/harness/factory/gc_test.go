@@ -17,7 +17,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/mediated-coevo/harness/cmd/harness/cli"
-	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/executor/docker"
 	"github.com/mediated-coevo/harness/internal/dockertest"
 )
 
@@ -91,7 +91,7 @@ func TestGCRemovesLeftoverContainer(t *testing.T) {
 	created, err := dc.ContainerCreate(ctx, &container.Config{
 		Image:  baseImage,
 		Cmd:    []string{"sleep", "600"},
-		Labels: map[string]string{executor.LabelManaged: "1", executor.LabelRun: runID, executor.LabelTask: "gc-test"},
+		Labels: map[string]string{docker.LabelManaged: "1", docker.LabelRun: runID, docker.LabelTask: "gc-test"},
 	}, &container.HostConfig{NetworkMode: network.NetworkNone}, nil, nil, "")
 	if err != nil {
 		t.Fatal(err)
@@ -144,8 +144,8 @@ func TestGCKeepsContainersOfLiveRuns(t *testing.T) {
 	created, err := dc.ContainerCreate(ctx, &container.Config{
 		Image: baseImage,
 		Cmd:   []string{"sleep", "600"},
-		Labels: map[string]string{executor.LabelManaged: "1", executor.LabelRun: runID,
-			executor.LabelOwner: fmt.Sprintf("%s/%d", host, os.Getpid())},
+		Labels: map[string]string{docker.LabelManaged: "1", docker.LabelRun: runID,
+			docker.LabelOwner: fmt.Sprintf("%s/%d", host, os.Getpid())},
 	}, &container.HostConfig{NetworkMode: network.NetworkNone}, nil, nil, "")
 	if err != nil {
 		t.Fatal(err)

@@ -1,8 +1,6 @@
-package executor
+package docker
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/executor"
 )
 
 // Tests in this file need no Docker engine.
@@ -81,36 +80,6 @@ func TestContextHash(t *testing.T) {
 	}
 }
 
-func TestWriteTreeTar(t *testing.T) {
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "d"), 0o755)
-	os.WriteFile(filepath.Join(dir, "d", "run.sh"), []byte("x"), 0o755)
-	os.Symlink("d/run.sh", filepath.Join(dir, "ln"))
-	var buf bytes.Buffer
-	if err := writeTreeTar(&buf, dir); err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	tr := tar.NewReader(&buf)
-	for {
-		h, err := tr.Next()
-		if err != nil {
-			break
-		}
-		got = append(got, h.Name+" "+string(h.Typeflag)+" "+h.Linkname)
-		if h.Uid != 0 || h.Gid != 0 {
-			t.Errorf("%s owned by %d:%d", h.Name, h.Uid, h.Gid)
-		}
-		if h.Name == "d/run.sh" && h.Mode&0o111 == 0 {
-			t.Errorf("executable bit lost: %o", h.Mode)
-		}
-	}
-	want := []string{"d/ 5 ", "d/run.sh 0 ", "ln 2 d/run.sh"}
-	if !slices.Equal(got, want) {
-		t.Errorf("entries = %q, want %q", got, want)
-	}
-}
-
 func TestContainerConfig(t *testing.T) {
 	task := func(env benchmarks.EnvConfig) *benchmarks.Task {
 		return &benchmarks.Task{ID: "t1", Config: benchmarks.TaskConfig{Environment: env}}
@@ -143,7 +112,7 @@ func TestContainerConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			spec := ContainerSpec{Image: "img:1", Task: task(tt.env), RunID: "r", Row: "row", Iteration: 3, TrialID: "tr"}
+			spec := executor.ContainerSpec{Image: "img:1", Task: task(tt.env), RunID: "r", Row: "row", Iteration: 3, TrialID: "tr"}
 			cfg, hc := containerConfig(spec, tt.rt, tt.hostCPUs)
 			if string(hc.NetworkMode) != tt.wantNet {
 				t.Errorf("network %q, want %q", hc.NetworkMode, tt.wantNet)
@@ -227,61 +196,6 @@ func TestStaleImages(t *testing.T) {
 	}
 }
 
-func TestExtractTar(t *testing.T) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	add := func(name string, typ byte, body string) {
-		tw.WriteHeader(&tar.Header{Name: name, Typeflag: typ, Size: int64(len(body)), Mode: 0o644, Linkname: "/etc/passwd"})
-		tw.Write([]byte(body))
-	}
-	add("verifier/", tar.TypeDir, "")
-	add("verifier/reward.txt", tar.TypeReg, "1")
-	add("verifier/sub/deep.txt", tar.TypeReg, "deep")
-	add("verifier/../../escape.txt", tar.TypeReg, "esc")
-	add("/abs/evil.txt", tar.TypeReg, "abs")
-	add("verifier/link", tar.TypeSymlink, "")
-	add("verifier/big.bin", tar.TypeReg, strings.Repeat("b", 100))
-	tw.Close()
-
-	root := t.TempDir()
-	dst := filepath.Join(root, "out")
-	skipped, err := extractTar(&buf, dst, 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(skipped, []string{"big.bin"}) {
-		t.Errorf("skipped %v, want big.bin", skipped)
-	}
-	for path, want := range map[string]string{"reward.txt": "1", "sub/deep.txt": "deep", "evil.txt": "abs"} {
-		got, err := os.ReadFile(filepath.Join(dst, path))
-		if err != nil || string(got) != want {
-			t.Errorf("%s = %q, %v; want %q", path, got, err, want)
-		}
-	}
-	if _, err := os.Lstat(filepath.Join(dst, "link")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("symlink was extracted: %v", err)
-	}
-	for _, p := range []string{filepath.Join(root, "escape.txt"), filepath.Join(dst, "escape.txt")} {
-		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("the escaping entry was written to %s", p)
-		}
-	}
-}
-
-func TestExcerpt(t *testing.T) {
-	long := strings.Repeat("a", 1000) + "TAIL"
-	got := excerpt(long, 100)
-	if len(got) > 140 || !strings.HasSuffix(got, "TAIL") || !strings.Contains(got, "bytes omitted") {
-		t.Errorf("excerpt = %q", got)
-	}
-	if got := excerpt("short", 100); got != "short" {
-		t.Errorf("short excerpt = %q", got)
-	}
-	if got := excerpt(strings.Repeat("é", 100), 51); !strings.HasSuffix(got, "é") || strings.ContainsRune(got, '\uFFFD') {
-		t.Errorf("excerpt split a rune: %q", got)
-	}
-}
-
 func TestKeyedMutex(t *testing.T) {
 	var k keyedMutex
 	unlock, err := k.lock(context.Background(), "a")
@@ -306,13 +220,5 @@ func TestKeyedMutex(t *testing.T) {
 	unlock2()
 	if len(k.m) != 0 {
 		t.Errorf("entries left behind: %d", len(k.m))
-	}
-}
-
-func TestEnvErrorUnwraps(t *testing.T) {
-	base := errors.New("boom")
-	err := error(&EnvError{Op: "build image for task x", Err: base, Log: "Step 1/2"})
-	if !errors.Is(err, base) || !strings.Contains(err.Error(), "build image for task x: boom") || !strings.Contains(err.Error(), "Step 1/2") {
-		t.Errorf("EnvError = %q", err)
 	}
 }

@@ -1,4 +1,4 @@
-package executor
+package docker
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/mediated-coevo/harness/benchmarks"
+	"github.com/mediated-coevo/harness/executor"
 )
 
 // Benchmarks of the executor's own cost (docs/performance.md). The ones
@@ -26,11 +27,11 @@ import (
 // answers or harness-base:bookworm is missing.
 
 // benchDocker connects to the engine with the test runtime, or skips.
-func benchDocker(b *testing.B) *Docker {
+func benchDocker(b *testing.B) *Backend {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d, err := NewDocker(ctx, testRuntime())
+	d, err := New(ctx, testRuntime())
 	if err != nil {
 		b.Skipf("no Docker engine: %v", err)
 	}
@@ -54,7 +55,7 @@ var nopTaskFiles = map[string]string{
 
 // benchNopTask writes the nop fixture task and builds its image once, so the
 // benchmarks below time the cached path only.
-func benchNopTask(b *testing.B, d *Docker, id string) *benchmarks.Task {
+func benchNopTask(b *testing.B, d *Backend, id string) *benchmarks.Task {
 	b.Helper()
 	dir := filepath.Join(b.TempDir(), id)
 	for name, content := range nopTaskFiles {
@@ -189,11 +190,11 @@ func BenchmarkContainerLifecycle(b *testing.B) {
 	b.Run("harness", func(b *testing.B) {
 		task := &benchmarks.Task{ID: "bench-lifecycle"}
 		for i := 0; i < b.N; i++ {
-			c, err := d.Start(ctx, ContainerSpec{Image: baseImage, Task: task, RunID: "bench", TrialID: fmt.Sprint(i)})
+			c, err := d.Start(ctx, executor.ContainerSpec{Image: baseImage, Task: task, RunID: "bench", TrialID: fmt.Sprint(i)})
 			if err != nil {
 				b.Fatal(err)
 			}
-			res, err := c.Exec(ctx, ExecRequest{Cmd: []string{"true"}, Timeout: 30 * time.Second})
+			res, err := c.Exec(ctx, executor.ExecRequest{Cmd: []string{"true"}, Timeout: 30 * time.Second})
 			if cerr := c.Close(ctx); err == nil {
 				err = cerr
 			}
@@ -240,11 +241,11 @@ func (p *phaseClock) take() map[string]time.Duration {
 
 // clockedBackend wraps a Backend so each sandbox reports its calls' times.
 type clockedBackend struct {
-	Backend
+	executor.Backend
 	clock *phaseClock
 }
 
-func (c clockedBackend) StartSandbox(ctx context.Context, spec ContainerSpec) (ClosableSandbox, error) {
+func (c clockedBackend) StartSandbox(ctx context.Context, spec executor.ContainerSpec) (executor.ClosableSandbox, error) {
 	sb, err := c.Backend.StartSandbox(ctx, spec)
 	if err != nil {
 		return nil, err
@@ -253,11 +254,11 @@ func (c clockedBackend) StartSandbox(ctx context.Context, spec ContainerSpec) (C
 }
 
 type clockedSandbox struct {
-	ClosableSandbox
+	executor.ClosableSandbox
 	clock *phaseClock
 }
 
-func (s clockedSandbox) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+func (s clockedSandbox) Exec(ctx context.Context, req executor.ExecRequest) (executor.ExecResult, error) {
 	phase := "exec"
 	// On a root image the reset of the verifier's directories and the tars
 	// of the tests and logs ride along in the exec of test.sh, so they are
@@ -316,7 +317,7 @@ func BenchmarkContainerTrialNop(b *testing.B) {
 	d := benchDocker(b)
 	task := benchNopTask(b, d, "bench-nop")
 	clock := &phaseClock{}
-	r := &Runner{Backend: clockedBackend{Backend: d, clock: clock}, Runtime: testRuntime()}
+	r := &executor.Runner{Backend: clockedBackend{Backend: d, clock: clock}, Runtime: testRuntime()}
 	ctx := context.Background()
 	jobs := b.TempDir()
 
@@ -334,11 +335,11 @@ func BenchmarkContainerTrialNop(b *testing.B) {
 		clock.take()
 		b.StartTimer()
 
-		tr := r.Run(ctx, TrialSpec{Task: task, Agent: NopAgent{}, JobDir: filepath.Join(jobs, fmt.Sprint(i)),
+		tr := r.Run(ctx, executor.TrialSpec{Task: task, Agent: executor.NopAgent{}, JobDir: filepath.Join(jobs, fmt.Sprint(i)),
 			RunID: "bench", Row: "bench", Iteration: 1, TrialID: fmt.Sprintf("bench-%d", i), Seed: 1, Caller: "executor/bench"})
 
 		b.StopTimer()
-		if tr.Status != StatusScored || tr.Reward == nil || *tr.Reward != 1 {
+		if tr.Status != executor.StatusScored || tr.Reward == nil || *tr.Reward != 1 {
 			b.Fatalf("nop trial: status %s reward %v errors %v", tr.Status, tr.Reward, tr.Errors)
 		}
 		p := clock.take()

@@ -1,4 +1,4 @@
-package executor
+package docker
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/executor"
 	"github.com/mediated-coevo/harness/internal/dockertest"
 )
 
@@ -27,7 +28,7 @@ import (
 // when the base image is missing (CI builds it first with
 // benchmarks/baseimage/build.sh).
 
-const baseImage = "harness-base:bookworm"
+const baseImage = dockertest.BaseImage
 
 func testRuntime() config.ExecutorRuntime {
 	return config.ExecutorRuntime{
@@ -41,16 +42,16 @@ func testRuntime() config.ExecutorRuntime {
 	}
 }
 
-func newTestDocker(t *testing.T) *Docker {
+func newTestDocker(t *testing.T) *Backend {
 	t.Helper()
 	return newTestDockerRT(t, testRuntime())
 }
 
-func newTestDockerRT(t *testing.T, rt config.ExecutorRuntime) *Docker {
+func newTestDockerRT(t *testing.T, rt config.ExecutorRuntime) *Backend {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d, err := NewDocker(ctx, rt)
+	d, err := New(ctx, rt)
 	if err != nil {
 		dockertest.Unavailable(t, "no Docker engine: %v", err)
 	}
@@ -126,7 +127,7 @@ func writeTask(t *testing.T, id string, cfg benchmarks.TaskConfig, base map[stri
 	return &benchmarks.Task{ID: id, Dir: dir, Config: cfg}
 }
 
-func listByLabel(t *testing.T, d *Docker, label string) []container.Summary {
+func listByLabel(t *testing.T, d *Backend, label string) []container.Summary {
 	t.Helper()
 	list, err := d.cli.ContainerList(context.Background(), container.ListOptions{
 		All: true, Filters: filters.NewArgs(filters.Arg("label", label)),
@@ -137,12 +138,12 @@ func listByLabel(t *testing.T, d *Docker, label string) []container.Summary {
 	return list
 }
 
-func runTrial(t *testing.T, d *Docker, ctx context.Context, task *benchmarks.Task, agent Agent, mode string) (*Trace, string) {
+func runTrial(t *testing.T, d *Backend, ctx context.Context, task *benchmarks.Task, agent executor.Agent, mode string) (*executor.Trace, string) {
 	t.Helper()
-	r := &Runner{Backend: d, Runtime: testRuntime(), RewardMode: mode}
+	r := &executor.Runner{Backend: d, Runtime: testRuntime(), RewardMode: mode}
 	trial := "trial-" + randomID(t)
 	jobDir := filepath.Join(t.TempDir(), "job")
-	tr := r.Run(ctx, TrialSpec{
+	tr := r.Run(ctx, executor.TrialSpec{
 		Task: task, Agent: agent, JobDir: jobDir,
 		RunID: "test-run", Row: "row", Iteration: 1, TrialID: trial, Seed: 1, Caller: "executor/test",
 	})
@@ -158,8 +159,8 @@ func runTrial(t *testing.T, d *Docker, ctx context.Context, task *benchmarks.Tas
 func TestDockerOracleScoresOne(t *testing.T) {
 	d := newTestDocker(t)
 	task := writeTask(t, "greet", greetConfig(), greetFiles, nil)
-	tr, jobDir := runTrial(t, d, context.Background(), task, OracleAgent{}, RewardModeVerifier)
-	if tr.Status != StatusScored || tr.Reward == nil || *tr.Reward != 1 {
+	tr, jobDir := runTrial(t, d, context.Background(), task, executor.OracleAgent{}, executor.RewardModeVerifier)
+	if tr.Status != executor.StatusScored || tr.Reward == nil || *tr.Reward != 1 {
 		t.Fatalf("oracle: status %s reward %v errors %v", tr.Status, tr.Reward, tr.Errors)
 	}
 	if tr.Tests.Total != 2 || tr.Tests.Passed != 2 {
@@ -186,8 +187,8 @@ func TestDockerStorageLimit(t *testing.T) {
 	cfg := greetConfig()
 	cfg.Environment.StorageMB = 2048
 	task := writeTask(t, "greet", cfg, greetFiles, nil)
-	tr, _ := runTrial(t, d, context.Background(), task, OracleAgent{}, RewardModeVerifier)
-	if tr.Status != StatusScored || tr.Reward == nil || *tr.Reward != 1 {
+	tr, _ := runTrial(t, d, context.Background(), task, executor.OracleAgent{}, executor.RewardModeVerifier)
+	if tr.Status != executor.StatusScored || tr.Reward == nil || *tr.Reward != 1 {
 		t.Fatalf("status %s reward %v errors %v", tr.Status, tr.Reward, tr.Errors)
 	}
 	c := startTestContainer(t, d, task, "storage")
@@ -220,7 +221,7 @@ func TestDockerBuildHonoursDockerignore(t *testing.T) {
 		"environment/keep.txt":      "ship\n",
 	})
 	c := startTestContainer(t, d, task, "dockerignore")
-	res, err := c.Exec(context.Background(), ExecRequest{Cmd: []string{"ls", "-A", "/ctx"}, Timeout: 10 * time.Second})
+	res, err := c.Exec(context.Background(), executor.ExecRequest{Cmd: []string{"ls", "-A", "/ctx"}, Timeout: 10 * time.Second})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("ls /ctx: %+v %v", res, err)
 	}
@@ -232,12 +233,12 @@ func TestDockerBuildHonoursDockerignore(t *testing.T) {
 func TestDockerNopScoresBelowOne(t *testing.T) {
 	d := newTestDocker(t)
 	task := writeTask(t, "greet", greetConfig(), greetFiles, nil)
-	tr, _ := runTrial(t, d, context.Background(), task, NopAgent{}, RewardModeVerifier)
-	if tr.Status != StatusScored || tr.Reward == nil || *tr.Reward >= 1 {
+	tr, _ := runTrial(t, d, context.Background(), task, executor.NopAgent{}, executor.RewardModeVerifier)
+	if tr.Status != executor.StatusScored || tr.Reward == nil || *tr.Reward >= 1 {
 		t.Fatalf("nop: status %s reward %v errors %v", tr.Status, tr.Reward, tr.Errors)
 	}
 	// fraction mode scores passed/total from CTRF: 1 of 2.
-	tr, _ = runTrial(t, d, context.Background(), task, NopAgent{}, RewardModeFraction)
+	tr, _ = runTrial(t, d, context.Background(), task, executor.NopAgent{}, executor.RewardModeFraction)
 	if tr.Reward == nil || *tr.Reward != 0.5 {
 		t.Errorf("nop in fraction mode: reward %v, want 0.5 (errors %v)", tr.Reward, tr.Errors)
 	}
@@ -248,8 +249,8 @@ func TestDockerOracleNonRootImage(t *testing.T) {
 	task := writeTask(t, "greet-user", greetConfig(), greetFiles, map[string]string{
 		"environment/Dockerfile": greetFiles["environment/Dockerfile"] + "RUN useradd -m u1 && chown u1 /app\nUSER u1\n",
 	})
-	tr, _ := runTrial(t, d, context.Background(), task, OracleAgent{}, "")
-	if tr.Status != StatusScored || tr.Reward == nil || *tr.Reward != 1 {
+	tr, _ := runTrial(t, d, context.Background(), task, executor.OracleAgent{}, "")
+	if tr.Status != executor.StatusScored || tr.Reward == nil || *tr.Reward != 1 {
 		t.Fatalf("oracle in a non-root image: status %s reward %v errors %v", tr.Status, tr.Reward, tr.Errors)
 	}
 }
@@ -258,18 +259,18 @@ func TestDockerOracleNonRootImage(t *testing.T) {
 type plantAgent struct{}
 
 func (plantAgent) Name() string { return "plant" }
-func (plantAgent) Run(ctx context.Context, in AgentInput) (AgentResult, error) {
+func (plantAgent) Run(ctx context.Context, in executor.AgentInput) (executor.AgentResult, error) {
 	err := errors.Join(
 		in.Sandbox.WriteFile(ctx, "", "/logs/verifier/reward.txt", []byte("1\n"), 0o644),
 		in.Sandbox.WriteFile(ctx, "", "/tests/test.sh", []byte("echo 1 > /logs/verifier/reward.txt\n"), 0o755))
-	return AgentResult{}, err
+	return executor.AgentResult{}, err
 }
 
 func TestDockerVerifierIgnoresPlantedReward(t *testing.T) {
 	d := newTestDocker(t)
 	task := writeTask(t, "greet", greetConfig(), greetFiles, nil)
-	tr, _ := runTrial(t, d, context.Background(), task, plantAgent{}, RewardModeVerifier)
-	if tr.Status != StatusScored || tr.Reward == nil || *tr.Reward != 0 {
+	tr, _ := runTrial(t, d, context.Background(), task, plantAgent{}, executor.RewardModeVerifier)
+	if tr.Status != executor.StatusScored || tr.Reward == nil || *tr.Reward != 0 {
 		t.Fatalf("planted reward: status %s reward %v errors %v", tr.Status, tr.Reward, tr.Errors)
 	}
 }
@@ -281,13 +282,13 @@ func TestDockerVerifierIgnoresPlantedReward(t *testing.T) {
 type lingerAgent struct{}
 
 func (lingerAgent) Name() string { return "linger" }
-func (lingerAgent) Run(ctx context.Context, in AgentInput) (AgentResult, error) {
+func (lingerAgent) Run(ctx context.Context, in executor.AgentInput) (executor.AgentResult, error) {
 	const loop = `while :; do
   mkdir -p /logs/verifier; echo '{"reward": 1}' > /logs/verifier/reward.json
   for f in /.harness-tests-*/test.sh /tests/test.sh; do [ -f "$f" ] && echo 'echo 1 > /logs/verifier/reward.txt' > "$f"; done
   sleep 0.01
 done 2>/dev/null`
-	res, err := in.Sandbox.Exec(ctx, ExecRequest{
+	res, err := in.Sandbox.Exec(ctx, executor.ExecRequest{
 		Cmd: []string{"bash", "-c", `mkdir -p /logs/verifier && chmod 777 /logs /logs/verifier
 nohup bash -c "$LOOP" >/dev/null 2>&1 &
 env -i /bin/bash -c "$LOOP" >/dev/null 2>&1 &
@@ -299,7 +300,7 @@ sleep 0.5`},
 	if err == nil && res.ExitCode != 0 {
 		err = fmt.Errorf("exit code %d: %s", res.ExitCode, res.Stderr)
 	}
-	return AgentResult{}, err
+	return executor.AgentResult{}, err
 }
 
 // hogAgent leaves what is hard to stop: a process holding a lot of memory
@@ -308,8 +309,8 @@ sleep 0.5`},
 type hogAgent struct{}
 
 func (hogAgent) Name() string { return "hog" }
-func (hogAgent) Run(ctx context.Context, in AgentInput) (AgentResult, error) {
-	res, err := in.Sandbox.Exec(ctx, ExecRequest{
+func (hogAgent) Run(ctx context.Context, in executor.AgentInput) (executor.AgentResult, error) {
+	res, err := in.Sandbox.Exec(ctx, executor.ExecRequest{
 		Cmd: []string{"bash", "-c", `python3 -c 'b = bytearray(300 << 20); import time; time.sleep(600)' >/dev/null 2>&1 &
 cp /usr/bin/sleep /usr/bin/sleep.real
 printf '#!/bin/bash\nwhile :; do mkdir -p /logs/verifier; echo "{\\"reward\\": 1}" > /logs/verifier/reward.json 2>/dev/null; /usr/bin/sleep.real 0.01; done\n' > /usr/bin/sleep
@@ -322,7 +323,7 @@ nohup sleep 1 >/dev/null 2>&1 &
 	if err == nil && res.ExitCode != 0 {
 		err = fmt.Errorf("exit code %d: %s", res.ExitCode, res.Stderr)
 	}
-	return AgentResult{}, err
+	return executor.AgentResult{}, err
 }
 
 func TestDockerVerifierStopsHardProcesses(t *testing.T) {
@@ -330,8 +331,8 @@ func TestDockerVerifierStopsHardProcesses(t *testing.T) {
 	task := writeTask(t, "greet", greetConfig(), greetFiles, map[string]string{
 		"tests/test.sh": strings.Replace(greetFiles["tests/test.sh"], "exit 3", "/usr/bin/sleep.real 1\nexit 3", 1),
 	})
-	tr, _ := runTrial(t, d, context.Background(), task, hogAgent{}, RewardModeVerifier)
-	if tr.Status != StatusScored || tr.Reward == nil || *tr.Reward != 0 {
+	tr, _ := runTrial(t, d, context.Background(), task, hogAgent{}, executor.RewardModeVerifier)
+	if tr.Status != executor.StatusScored || tr.Reward == nil || *tr.Reward != 0 {
 		t.Fatalf("status %s reward %v rewards %v errors %v; want the verifier's 0", tr.Status, tr.Reward, tr.Rewards, tr.Errors)
 	}
 }
@@ -362,8 +363,8 @@ func TestDockerVerifierStopsAgentProcesses(t *testing.T) {
 				files["environment/Dockerfile"] = tt.dockerfile
 			}
 			task := writeTask(t, "greet", cfg, greetFiles, files)
-			tr, _ := runTrial(t, d, context.Background(), task, lingerAgent{}, RewardModeVerifier)
-			if tr.Status != StatusScored || tr.Reward == nil || *tr.Reward != 0 {
+			tr, _ := runTrial(t, d, context.Background(), task, lingerAgent{}, executor.RewardModeVerifier)
+			if tr.Status != executor.StatusScored || tr.Reward == nil || *tr.Reward != 0 {
 				t.Fatalf("status %s reward %v rewards %v errors %v; want the verifier's 0", tr.Status, tr.Reward, tr.Rewards, tr.Errors)
 			}
 		})
@@ -375,15 +376,15 @@ func TestDockerVerifierStopsAgentProcesses(t *testing.T) {
 type serviceAgent struct{}
 
 func (serviceAgent) Name() string { return "service" }
-func (serviceAgent) Run(ctx context.Context, in AgentInput) (AgentResult, error) {
-	res, err := in.Sandbox.Exec(ctx, ExecRequest{
+func (serviceAgent) Run(ctx context.Context, in executor.AgentInput) (executor.AgentResult, error) {
+	res, err := in.Sandbox.Exec(ctx, executor.ExecRequest{
 		Cmd:     []string{"bash", "-c", "nohup bash -c 'exec -a harness-test-service sleep 300' >/dev/null 2>&1 & sleep 0.2"},
 		Timeout: 30 * time.Second,
 	})
 	if err == nil && res.ExitCode != 0 {
 		err = fmt.Errorf("exit code %d: %s", res.ExitCode, res.Stderr)
 	}
-	return AgentResult{}, err
+	return executor.AgentResult{}, err
 }
 
 // keep_agent_processes leaves a service the agent started up for the
@@ -405,10 +406,10 @@ func TestDockerKeepAgentProcesses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rt := testRuntime()
 			rt.KeepAgentProcesses = tt.keep
-			r := &Runner{Backend: d, Runtime: rt}
-			tr := r.Run(context.Background(), TrialSpec{Task: task, Agent: serviceAgent{}, JobDir: filepath.Join(t.TempDir(), "job"),
+			r := &executor.Runner{Backend: d, Runtime: rt}
+			tr := r.Run(context.Background(), executor.TrialSpec{Task: task, Agent: serviceAgent{}, JobDir: filepath.Join(t.TempDir(), "job"),
 				RunID: "test-run", Row: "row", Iteration: 1, TrialID: "trial-" + randomID(t), Seed: 1, Caller: "executor/test"})
-			if tr.Status != StatusScored || tr.Reward == nil || *tr.Reward != tt.want {
+			if tr.Status != executor.StatusScored || tr.Reward == nil || *tr.Reward != tt.want {
 				t.Errorf("status %s reward %v errors %v; want reward %v", tr.Status, tr.Reward, tr.Errors, tt.want)
 			}
 		})
@@ -488,12 +489,12 @@ func TestDockerBuildFailureIsEnvError(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			task := writeTask(t, "broken", tt.cfg, greetFiles, tt.files)
 			_, _, err := d.EnsureImage(context.Background(), task)
-			var envErr *EnvError
+			var envErr *executor.EnvError
 			if !errors.As(err, &envErr) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want *EnvError containing %q", err, tt.want)
 			}
-			tr, _ := runTrial(t, d, context.Background(), task, NopAgent{}, "")
-			if tr.Status != StatusEnvFailure || tr.Reward != nil {
+			tr, _ := runTrial(t, d, context.Background(), task, executor.NopAgent{}, "")
+			if tr.Status != executor.StatusEnvFailure || tr.Reward != nil {
 				t.Errorf("trace status %s reward %v, want env_failure without reward", tr.Status, tr.Reward)
 			}
 		})
@@ -509,8 +510,8 @@ func TestDockerAgentTimeoutStillVerifies(t *testing.T) {
 		"solution/solve.sh": "#!/bin/bash\nsleep 4\necho \"hello world\" > /app/greeting.txt\n",
 		"tests/test.sh":     strings.Replace(greetFiles["tests/test.sh"], "echo \"checking greeting\"", "sleep 3", 1),
 	})
-	tr, _ := runTrial(t, d, context.Background(), task, OracleAgent{}, "")
-	if tr.Status != StatusAgentTimeout {
+	tr, _ := runTrial(t, d, context.Background(), task, executor.OracleAgent{}, "")
+	if tr.Status != executor.StatusAgentTimeout {
 		t.Fatalf("status %s, want agent_timeout (errors %v)", tr.Status, tr.Errors)
 	}
 	if tr.Reward == nil || *tr.Reward != 0 || tr.Tests.Total != 2 {
@@ -525,8 +526,8 @@ func TestDockerVerifierHangIsVerifierError(t *testing.T) {
 	task := writeTask(t, "greet", cfg, greetFiles, map[string]string{
 		"tests/test.sh": "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\necho hanging\nsleep 600\n",
 	})
-	tr, jobDir := runTrial(t, d, context.Background(), task, OracleAgent{}, "")
-	if tr.Status != StatusVerifierError || tr.Reward != nil {
+	tr, jobDir := runTrial(t, d, context.Background(), task, executor.OracleAgent{}, "")
+	if tr.Status != executor.StatusVerifierError || tr.Reward != nil {
 		t.Fatalf("status %s reward %v, want verifier_error without reward (errors %v)", tr.Status, tr.Reward, tr.Errors)
 	}
 	// Not a speed test: a hang guard, far above the 2 s limit plus grace.
@@ -548,8 +549,8 @@ func TestDockerBadRewardIsVerifierError(t *testing.T) {
 			task := writeTask(t, "greet", greetConfig(), greetFiles, map[string]string{
 				"tests/test.sh": "#!/bin/bash\nprintf '" + content + "' > /logs/verifier/reward.txt\n",
 			})
-			tr, _ := runTrial(t, d, context.Background(), task, OracleAgent{}, "")
-			if tr.Status != StatusVerifierError || tr.Reward != nil {
+			tr, _ := runTrial(t, d, context.Background(), task, executor.OracleAgent{}, "")
+			if tr.Status != executor.StatusVerifierError || tr.Reward != nil {
 				t.Errorf("reward.txt %q: status %s reward %v", content, tr.Status, tr.Reward)
 			}
 		})
@@ -560,10 +561,10 @@ func TestDockerBadRewardIsVerifierError(t *testing.T) {
 type blockAgent struct{ started chan<- struct{} }
 
 func (blockAgent) Name() string { return "block" }
-func (a blockAgent) Run(ctx context.Context, in AgentInput) (AgentResult, error) {
+func (a blockAgent) Run(ctx context.Context, in executor.AgentInput) (executor.AgentResult, error) {
 	close(a.started)
-	_, err := in.Sandbox.Exec(ctx, ExecRequest{Cmd: []string{"sleep", "300"}, Timeout: 5 * time.Minute})
-	return AgentResult{}, err
+	_, err := in.Sandbox.Exec(ctx, executor.ExecRequest{Cmd: []string{"sleep", "300"}, Timeout: 5 * time.Minute})
+	return executor.AgentResult{}, err
 }
 
 func TestDockerCancelRemovesContainer(t *testing.T) {
@@ -577,7 +578,7 @@ func TestDockerCancelRemovesContainer(t *testing.T) {
 		cancel()
 	}()
 	tr, _ := runTrial(t, d, ctx, task, blockAgent{started: started}, "")
-	if !tr.Cancelled || tr.Status != StatusEnvFailure || tr.Reward != nil {
+	if !tr.Cancelled || tr.Status != executor.StatusEnvFailure || tr.Reward != nil {
 		t.Fatalf("cancelled trial: cancelled %v status %s reward %v", tr.Cancelled, tr.Status, tr.Reward)
 	}
 	if !strings.Contains(strings.Join(tr.Errors, "\n"), "removed after cancellation") {
@@ -585,14 +586,14 @@ func TestDockerCancelRemovesContainer(t *testing.T) {
 	}
 }
 
-func startTestContainer(t *testing.T, d *Docker, task *benchmarks.Task, runID string) *Container {
+func startTestContainer(t *testing.T, d *Backend, task *benchmarks.Task, runID string) *Container {
 	t.Helper()
 	ctx := context.Background()
 	img, _, err := d.EnsureImage(ctx, task)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := d.Start(ctx, ContainerSpec{Image: img, Task: task, RunID: runID, TrialID: "t-" + randomID(t)})
+	c, err := d.Start(ctx, executor.ContainerSpec{Image: img, Task: task, RunID: runID, TrialID: "t-" + randomID(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -619,7 +620,7 @@ func TestDockerNetwork(t *testing.T) {
 			rt := testRuntime()
 			rt.Network = tt.network
 			c := startTestContainer(t, newTestDockerRT(t, rt), task, "net")
-			res, err := c.Exec(context.Background(), ExecRequest{Cmd: []string{"ls", "/sys/class/net"}, Timeout: 10 * time.Second})
+			res, err := c.Exec(context.Background(), executor.ExecRequest{Cmd: []string{"ls", "/sys/class/net"}, Timeout: 10 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -648,7 +649,7 @@ func TestDockerContainerLockdown(t *testing.T) {
 		t.Errorf("labels %v workdir %q", ins.Config.Labels, ins.Config.WorkingDir)
 	}
 	// NET_RAW is dropped, so a raw socket is refused even to root.
-	res, err := c.Exec(context.Background(), ExecRequest{
+	res, err := c.Exec(context.Background(), executor.ExecRequest{
 		Cmd:     []string{"python3", "-c", "import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)"},
 		Timeout: 10 * time.Second,
 	})
@@ -656,15 +657,15 @@ func TestDockerContainerLockdown(t *testing.T) {
 		t.Errorf("raw socket allowed: exit %d, %v", res.ExitCode, err)
 	}
 	// Killing every sleep (a common clean-up) must not stop the container.
-	if _, err := c.Exec(context.Background(), ExecRequest{Cmd: []string{"pkill", "sleep"}, Timeout: 10 * time.Second}); err != nil {
+	if _, err := c.Exec(context.Background(), executor.ExecRequest{Cmd: []string{"pkill", "sleep"}, Timeout: 10 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
-	if res, err := c.Exec(context.Background(), ExecRequest{Cmd: []string{"true"}, Timeout: 10 * time.Second}); err != nil || res.ExitCode != 0 {
+	if res, err := c.Exec(context.Background(), executor.ExecRequest{Cmd: []string{"true"}, Timeout: 10 * time.Second}); err != nil || res.ExitCode != 0 {
 		t.Errorf("container unusable after pkill sleep: %+v %v", res, err)
 	}
 	// A root shell can still do ordinary file work.
-	res, err = c.Exec(context.Background(), ExecRequest{
+	res, err = c.Exec(context.Background(), executor.ExecRequest{
 		Cmd:     []string{"bash", "-c", "useradd -m u1 && touch /tmp/f && chown u1 /tmp/f && chmod 600 /tmp/f && cat /tmp/f && su u1 -c 'id -un'"},
 		Timeout: 20 * time.Second,
 	})
@@ -680,22 +681,22 @@ func TestDockerExec(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		name string
-		req  ExecRequest
-		want ExecResult
+		req  executor.ExecRequest
+		want executor.ExecResult
 	}{
-		{"demux and exit code", ExecRequest{Cmd: []string{"bash", "-c", "echo out; echo err >&2; exit 7"}},
-			ExecResult{ExitCode: 7, Stdout: "out\n", Stderr: "err\n"}},
-		{"working dir and env", ExecRequest{Cmd: []string{"bash", "-c", "pwd; echo $FOO"}, Dir: "/tmp", Env: []string{"FOO=bar"}},
-			ExecResult{Stdout: "/tmp\nbar\n"}},
-		{"image workdir", ExecRequest{Cmd: []string{"pwd"}}, ExecResult{Stdout: "/app\n"}},
-		{"stdin", ExecRequest{Cmd: []string{"cat"}, Stdin: strings.NewReader("piped")}, ExecResult{Stdout: "piped"}},
-		{"output cap", ExecRequest{Cmd: []string{"bash", "-c", "head -c 5000 /dev/zero | tr '\\0' x"}, OutputCap: 100},
-			ExecResult{Stdout: strings.Repeat("x", 100), Truncated: true}},
-		{"timeout", ExecRequest{Cmd: []string{"sleep", "30"}, Timeout: 300 * time.Millisecond},
-			ExecResult{ExitCode: 124, TimedOut: true}},
-		{"self-chosen 124 is no timeout", ExecRequest{Cmd: []string{"bash", "-c", "exit 124"}},
-			ExecResult{ExitCode: 124}},
-		{"user", ExecRequest{Cmd: []string{"id", "-u"}, User: "65534"}, ExecResult{Stdout: "65534\n"}},
+		{"demux and exit code", executor.ExecRequest{Cmd: []string{"bash", "-c", "echo out; echo err >&2; exit 7"}},
+			executor.ExecResult{ExitCode: 7, Stdout: "out\n", Stderr: "err\n"}},
+		{"working dir and env", executor.ExecRequest{Cmd: []string{"bash", "-c", "pwd; echo $FOO"}, Dir: "/tmp", Env: []string{"FOO=bar"}},
+			executor.ExecResult{Stdout: "/tmp\nbar\n"}},
+		{"image workdir", executor.ExecRequest{Cmd: []string{"pwd"}}, executor.ExecResult{Stdout: "/app\n"}},
+		{"stdin", executor.ExecRequest{Cmd: []string{"cat"}, Stdin: strings.NewReader("piped")}, executor.ExecResult{Stdout: "piped"}},
+		{"output cap", executor.ExecRequest{Cmd: []string{"bash", "-c", "head -c 5000 /dev/zero | tr '\\0' x"}, OutputCap: 100},
+			executor.ExecResult{Stdout: strings.Repeat("x", 100), Truncated: true}},
+		{"timeout", executor.ExecRequest{Cmd: []string{"sleep", "30"}, Timeout: 300 * time.Millisecond},
+			executor.ExecResult{ExitCode: 124, TimedOut: true}},
+		{"self-chosen 124 is no timeout", executor.ExecRequest{Cmd: []string{"bash", "-c", "exit 124"}},
+			executor.ExecResult{ExitCode: 124}},
+		{"user", executor.ExecRequest{Cmd: []string{"id", "-u"}, User: "65534"}, executor.ExecResult{Stdout: "65534\n"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -722,11 +723,11 @@ func TestDockerExecCancelKillsCommand(t *testing.T) {
 		t.Run("user "+user, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(500*time.Millisecond, cancel)
-			_, err := c.Exec(ctx, ExecRequest{Cmd: []string{"bash", "-c", "sleep 123 & sleep 124; wait"}, Timeout: time.Minute, User: user})
+			_, err := c.Exec(ctx, executor.ExecRequest{Cmd: []string{"bash", "-c", "sleep 123 & sleep 124; wait"}, Timeout: time.Minute, User: user})
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("err = %v, want context.Canceled", err)
 			}
-			res, err := c.Exec(context.Background(), ExecRequest{Cmd: []string{"ps", "-eo", "args"}, Timeout: 10 * time.Second})
+			res, err := c.Exec(context.Background(), executor.ExecRequest{Cmd: []string{"ps", "-eo", "args"}, Timeout: 10 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -750,7 +751,7 @@ func TestDockerFiles(t *testing.T) {
 	if err != nil || string(got) != "#!/bin/sh\necho hi\n" {
 		t.Fatalf("ReadFile = %q, %v", got, err)
 	}
-	if res, err := c.Exec(ctx, ExecRequest{Cmd: []string{"/work/deep/dir/a.sh"}, Timeout: 10 * time.Second}); err != nil || res.Stdout != "hi\n" {
+	if res, err := c.Exec(ctx, executor.ExecRequest{Cmd: []string{"/work/deep/dir/a.sh"}, Timeout: 10 * time.Second}); err != nil || res.Stdout != "hi\n" {
 		t.Errorf("written script does not run with its mode: %+v %v", res, err)
 	}
 	if err := c.WriteFile(ctx, "", "rel.txt", nil, 0); err != nil {
@@ -776,7 +777,7 @@ func TestDockerFiles(t *testing.T) {
 	if err := c.CopyDirIn(ctx, src, "/in/here"); err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.Exec(ctx, ExecRequest{Cmd: []string{"bash", "-c", "cat /in/here/y.txt; test -x /in/here/sub/x.sh && echo exec"}, Timeout: 10 * time.Second})
+	res, err := c.Exec(ctx, executor.ExecRequest{Cmd: []string{"bash", "-c", "cat /in/here/y.txt; test -x /in/here/sub/x.sh && echo exec"}, Timeout: 10 * time.Second})
 	if err != nil || res.Stdout != "yexec\n" {
 		t.Errorf("CopyDirIn result: %+v %v", res, err)
 	}
@@ -787,78 +788,6 @@ func TestDockerFiles(t *testing.T) {
 	names := tarNames(t, &buf)
 	if !slices.Contains(names, "here/y.txt") || !slices.Contains(names, "here/sub/x.sh") {
 		t.Errorf("CopyOut entries = %v", names)
-	}
-}
-
-// The file tools act as [agent] user, like run_command: what they create
-// belongs to that user and what it may not read stays unread; write_file
-// keeps the mode of a file it replaces.
-func TestDockerToolsFilesAsAgent(t *testing.T) {
-	d := newTestDocker(t)
-	task := writeTask(t, "greet", greetConfig(), greetFiles, nil)
-	c := startTestContainer(t, d, task, "tool-files")
-	ctx := context.Background()
-	sh := func(script string) string {
-		t.Helper()
-		res, err := c.Exec(ctx, ExecRequest{Cmd: []string{"sh", "-c", script}, Timeout: 10 * time.Second})
-		if err != nil || res.ExitCode != 0 {
-			t.Fatalf("%s: %+v %v", script, res, err)
-		}
-		return strings.TrimSpace(res.Stdout)
-	}
-	sh(`printf '#!/bin/sh\necho old\n' > /app/run.sh && chmod 750 /app/run.sh
-mkdir -p /opt/skills/s && echo secret > /opt/skills/s/SKILL.md && chmod 600 /opt/skills/s/SKILL.md
-cp /opt/skills/s/SKILL.md /app/secret.txt && chmod 600 /app/secret.txt`)
-
-	root := &ContainerTools{Sandbox: c, Workdir: "/app", OutputCap: 1 << 10}
-	if _, err := runLabTool(t, root, ToolWriteFile, map[string]string{"path": "run.sh", "content": "#!/bin/sh\necho new\n"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := runLabTool(t, root, ToolWriteFile, map[string]string{"path": "fresh.txt", "content": "x"}); err != nil {
-		t.Fatal(err)
-	}
-	if got := sh("stat -c %a /app/run.sh /app/fresh.txt; /app/run.sh"); got != "750\n644\nnew" {
-		t.Errorf("modes and output after write_file = %q, want 750, 644 and the new script's output", got)
-	}
-
-	agent := &ContainerTools{Sandbox: c, Workdir: "/app", OutputCap: 1 << 10, User: "nobody",
-		Skills: []TaskSkill{{Name: "s", Path: "/opt/skills/s/SKILL.md"}}}
-	if _, err := runLabTool(t, agent, ToolWriteFile, map[string]string{"path": "/tmp/mine/a.txt", "content": "x"}); err != nil {
-		t.Fatal(err)
-	}
-	if got := sh("stat -c %U /tmp/mine /tmp/mine/a.txt"); got != "nobody\nnobody" {
-		t.Errorf("owners of what write_file created = %q, want nobody", got)
-	}
-	for _, call := range []struct {
-		tool string
-		args map[string]string
-	}{
-		{ToolReadFile, map[string]string{"path": "secret.txt"}},
-		{ToolReadSkill, map[string]string{"name": "s"}},
-		{ToolWriteFile, map[string]string{"path": "run.sh", "content": "overwritten"}},
-	} {
-		if out, err := runLabTool(t, agent, call.tool, call.args); err == nil || !strings.Contains(err.Error(), "Permission denied") {
-			t.Errorf("%s %v as nobody = %q, %v; want permission denied", call.tool, call.args, out, err)
-		}
-	}
-	if got := sh("cat /app/run.sh"); !strings.Contains(got, "echo new") {
-		t.Errorf("run.sh was changed by a user who may not write it: %q", got)
-	}
-	// Discovery offers only the skills the agent can read.
-	sh(`mkdir -p /opt/skills/open && printf -- '---\nname: open\ndescription: readable\n---\n\nbody\n' > /opt/skills/open/SKILL.md`)
-	for _, tt := range []struct{ user, want string }{{"", "open,s"}, {"nobody", "open"}} {
-		env, err := DiscoverEnvironment(ctx, c, "/app", tt.user, []string{"/opt/skills"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, s := range env.Skills {
-			names = append(names, s.Name)
-		}
-		slices.Sort(names)
-		if got := strings.Join(names, ","); got != tt.want {
-			t.Errorf("skills discovered as %q = %q (warnings %q), want %q", tt.user, got, env.Warnings, tt.want)
-		}
 	}
 }
 
@@ -955,7 +884,7 @@ func TestDockerGCStaleImages(t *testing.T) {
 
 func TestNewDockerUnreachable(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "absent.sock")
-	_, err := NewDocker(context.Background(), config.ExecutorRuntime{DockerHost: "unix://" + sock})
+	_, err := New(context.Background(), config.ExecutorRuntime{DockerHost: "unix://" + sock})
 	if err == nil || !strings.Contains(err.Error(), "cannot reach the Docker engine at unix://"+sock) ||
 		!strings.Contains(err.Error(), "is it running?") {
 		t.Fatalf("err = %v", err)
@@ -1008,14 +937,14 @@ func TestDockerMaxContainers(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if c, err := d.Start(ctx, ContainerSpec{Image: img, Task: task, RunID: "slots"}); err == nil {
+	if c, err := d.Start(ctx, executor.ContainerSpec{Image: img, Task: task, RunID: "slots"}); err == nil {
 		c.Close(context.Background())
 		t.Fatalf("a second container started beyond max_containers 1")
 	} else if !strings.Contains(err.Error(), "free container slot") {
 		t.Errorf("err = %v", err)
 	}
 	first.Close(context.Background())
-	second, err := d.Start(context.Background(), ContainerSpec{Image: img, Task: task, RunID: "slots"})
+	second, err := d.Start(context.Background(), executor.ContainerSpec{Image: img, Task: task, RunID: "slots"})
 	if err != nil {
 		t.Fatalf("slot not freed by Close: %v", err)
 	}

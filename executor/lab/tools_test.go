@@ -1,4 +1,4 @@
-package executor
+package lab
 
 import (
 	"context"
@@ -6,9 +6,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mediated-coevo/harness/executor"
 )
 
-func labTools(sb Sandbox) *ContainerTools {
+func labTools(sb executor.Sandbox) *ContainerTools {
 	return &ContainerTools{Sandbox: sb, Workdir: "/app", CommandTimeout: 60 * time.Second, OutputCap: 64}
 }
 
@@ -29,21 +31,21 @@ func TestLabToolsRunCommand(t *testing.T) {
 	tests := []struct {
 		name        string
 		args        map[string]any
-		result      ExecResult
+		result      executor.ExecResult
 		wantTimeout time.Duration
 		want        []string
 	}{
-		{"default timeout", map[string]any{"command": "ok"}, ExecResult{Stdout: "out"},
+		{"default timeout", map[string]any{"command": "ok"}, executor.ExecResult{Stdout: "out"},
 			60 * time.Second, []string{"exit code: 0\n", "--- stdout ---\nout\n", "--- stderr ---\n(empty)\n"}},
-		{"shorter timeout kept", map[string]any{"command": "ok", "timeout_sec": 5}, ExecResult{},
+		{"shorter timeout kept", map[string]any{"command": "ok", "timeout_sec": 5}, executor.ExecResult{},
 			5 * time.Second, []string{"exit code: 0"}},
-		{"longer timeout capped", map[string]any{"command": "ok", "timeout_sec": 600}, ExecResult{},
+		{"longer timeout capped", map[string]any{"command": "ok", "timeout_sec": 600}, executor.ExecResult{},
 			60 * time.Second, []string{"timeout_sec 600 is above the maximum; 1m0s was used"}},
-		{"failure", map[string]any{"command": "ok"}, ExecResult{ExitCode: 2, Stderr: "boom\n"},
+		{"failure", map[string]any{"command": "ok"}, executor.ExecResult{ExitCode: 2, Stderr: "boom\n"},
 			60 * time.Second, []string{"exit code: 2", "--- stderr ---\nboom\n"}},
-		{"timed out", map[string]any{"command": "ok"}, ExecResult{ExitCode: 124, TimedOut: true},
+		{"timed out", map[string]any{"command": "ok"}, executor.ExecResult{ExitCode: 124, TimedOut: true},
 			60 * time.Second, []string{"[timed out after 1m0s; the command was killed]"}},
-		{"truncated", map[string]any{"command": "ok"}, ExecResult{Stdout: strings.Repeat("x", 64), Truncated: true},
+		{"truncated", map[string]any{"command": "ok"}, executor.ExecResult{Stdout: strings.Repeat("x", 64), Truncated: true},
 			60 * time.Second, []string{"[output truncated: each stream is cut at 64 bytes]"}},
 	}
 	for _, tc := range tests {

@@ -1,4 +1,4 @@
-package executor
+package lab
 
 import (
 	"context"
@@ -13,6 +13,9 @@ import (
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/executor/docker"
+	"github.com/mediated-coevo/harness/internal/dockertest"
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/llm/llmtest"
 )
@@ -24,7 +27,7 @@ import (
 
 func labRuntime(t *testing.T) config.ExecutorRuntime {
 	return config.ExecutorRuntime{
-		Network:         NetworkTask,
+		Network:         docker.NetworkTask,
 		BuildTimeout:    config.Duration{Duration: 5 * time.Minute},
 		AgentTimeout:    config.Duration{Duration: 2 * time.Minute},
 		VerifierTimeout: config.Duration{Duration: 2 * time.Minute},
@@ -35,9 +38,17 @@ func labRuntime(t *testing.T) config.ExecutorRuntime {
 	}
 }
 
-func labDocker(t *testing.T, rt config.ExecutorRuntime) *Docker {
+func labDocker(t *testing.T, rt config.ExecutorRuntime) *docker.Backend {
 	t.Helper()
-	return newTestDockerRT(t, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d, err := docker.New(ctx, rt)
+	if err != nil {
+		dockertest.Unavailable(t, "no Docker engine: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	dockertest.RequireImage(t, d.Host(), dockertest.BaseImage)
+	return d
 }
 
 // labSmokeTask resolves a shipped smoke task and returns it with its
@@ -76,17 +87,17 @@ func labOpenAIClients(t *testing.T, srv *llmtest.Server, ledger *llm.Ledger) map
 	return labClients(p, ledger)
 }
 
-func runLabTrial(t *testing.T, d *Docker, rt config.ExecutorRuntime, task *benchmarks.Task, agent Agent) *Trace {
+func runLabTrial(t *testing.T, d *docker.Backend, rt config.ExecutorRuntime, task *benchmarks.Task, agent executor.Agent) *executor.Trace {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	r := &Runner{Backend: d, Runtime: rt}
-	tr := r.Run(ctx, TrialSpec{
+	r := &executor.Runner{Backend: d, Runtime: rt}
+	tr := r.Run(ctx, executor.TrialSpec{
 		Task: task, Agent: agent, JobDir: filepath.Join(t.TempDir(), "job"),
 		Plan: "1. Look at the inputs.\n2. Do the work.\n3. Check the result.", ExecutorSkill: "---\nname: executor\ndescription: d\n---\n\nCheck your work.\n",
 		RunID: "lab-test", Row: "row", Iteration: 1, TrialID: "trial-lab-" + task.ID, Seed: 3, Caller: labCaller,
 	})
-	if tr.Status != StatusScored || tr.Reward == nil || *tr.Reward != 1 {
+	if tr.Status != executor.StatusScored || tr.Reward == nil || *tr.Reward != 1 {
 		t.Fatalf("trace status %s reward %v errors %q, want scored with reward 1\nagent output: %s\nverifier: %s",
 			tr.Status, tr.Reward, tr.Errors, tr.AgentOutput, tr.VerifierOutput)
 	}
@@ -106,7 +117,7 @@ func TestLabDockerSingleSolvesSmokeTask(t *testing.T) {
 		wireCall("c5", ToolSubmit, map[string]string{"summary": "wrote /app/results.csv with Kepler's law"}),
 	)
 	ledger := llm.NewLedger(llm.Limits{})
-	agent := NewLabAgent(labTestLab(config.ModeSingle), labOpenAIClients(t, srv, ledger))
+	agent := NewAgent(labTestLab(config.ModeSingle), labOpenAIClients(t, srv, ledger))
 	tr := runLabTrial(t, d, rt, task, agent)
 
 	if tr.Agent != "lab" || tr.Usage.ModelCalls != 5 || tr.Usage.InputTokens != 5000 || tr.Usage.OutputTokens != 250 {
@@ -135,7 +146,7 @@ func TestLabDockerSingleSolvesSmokeTask(t *testing.T) {
 		t.Errorf("user message differs from the instruction:\n%s", got)
 	}
 	recs := readLabTranscript(t, tr.JobDir)
-	if tr.TranscriptPath != LabTranscriptFile || !labSummaryOf(t, recs).Submitted {
+	if tr.TranscriptPath != TranscriptFile || !labSummaryOf(t, recs).Submitted {
 		t.Errorf("transcript %q does not end with a submitted summary", tr.TranscriptPath)
 	}
 }
@@ -163,7 +174,7 @@ func TestLabDockerHierarchicalSolvesSmokeTask(t *testing.T) {
 		wireCall("k3", ToolSubmit, map[string]string{"summary": "build fixed by the code subagent"}),
 	)
 	ledger := llm.NewLedger(llm.Limits{})
-	agent := NewLabAgent(labTestLab(config.ModeHierarchical), labOpenAIClients(t, srv, ledger))
+	agent := NewAgent(labTestLab(config.ModeHierarchical), labOpenAIClients(t, srv, ledger))
 	tr := runLabTrial(t, d, rt, task, agent)
 
 	if tr.Usage.ModelCalls != 10 || tr.AgentOutput != "build fixed by the code subagent" {

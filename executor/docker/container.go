@@ -1,4 +1,4 @@
-package executor
+package docker
 
 import (
 	"bytes"
@@ -22,8 +22,9 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/pkg/stdcopy"
 
-	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/internal/tartree"
 )
 
 // NetworkTask is the runtime network setting that lets a task that allows
@@ -31,12 +32,6 @@ import (
 const NetworkTask = "task"
 
 const (
-	// DefaultOutputCap caps each of an exec's stdout and stderr when the
-	// request sets no cap.
-	DefaultOutputCap = 1 << 20
-	// DefaultReadCap caps ReadFile when the caller sets no cap.
-	DefaultReadCap = 1 << 20
-
 	// killAfter is how long the in-container timeout waits after SIGTERM
 	// before SIGKILL.
 	killAfter = 5 * time.Second
@@ -76,21 +71,8 @@ var keepAlive = []string{"/bin/sh", "-c", "trap '' HUP INT TERM; exec sleep 2147
 // SETPCAP, SETFCAP and AUDIT_WRITE, which tasks do not need.
 var sandboxCaps = []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "SETUID", "SETGID", "KILL", "NET_BIND_SERVICE"}
 
-// ContainerSpec says what to start for one trial.
-type ContainerSpec struct {
-	Image string
-	// Task supplies the resources, environment, workdir and network policy.
-	Task *benchmarks.Task
-	// RunID, Row, Iteration and TrialID label the container so GC and
-	// people can tell what it belongs to.
-	RunID     string
-	Row       string
-	Iteration int
-	TrialID   string
-}
-
-// Labels are the container's labels.
-func (s ContainerSpec) Labels() map[string]string {
+// containerLabels are the labels of the container started for s.
+func containerLabels(s executor.ContainerSpec) map[string]string {
 	l := map[string]string{
 		LabelManaged:   "1",
 		LabelRun:       s.RunID,
@@ -106,7 +88,7 @@ func (s ContainerSpec) Labels() map[string]string {
 
 // containerConfig builds the create request for spec. hostCPUs (0: unknown)
 // caps the CPU limit, since the engine refuses more CPUs than it has.
-func containerConfig(spec ContainerSpec, rt config.ExecutorRuntime, hostCPUs int) (*container.Config, *container.HostConfig) {
+func containerConfig(spec executor.ContainerSpec, rt config.ExecutorRuntime, hostCPUs int) (*container.Config, *container.HostConfig) {
 	env := spec.Task.Config.Environment
 	cfg := &container.Config{
 		Image:      spec.Image,
@@ -114,7 +96,7 @@ func containerConfig(spec ContainerSpec, rt config.ExecutorRuntime, hostCPUs int
 		Cmd:        []string{}, // the image's CMD would be appended to the entrypoint
 		WorkingDir: env.Workdir,
 		Env:        envList(env.Env),
-		Labels:     spec.Labels(),
+		Labels:     containerLabels(spec),
 	}
 	cpus := env.CPUs
 	if cpus <= 0 {
@@ -184,14 +166,14 @@ func envList(m map[string]string) []string {
 // Start creates and starts a fresh container for one trial. The caller must
 // Close it on every path. With rt.MaxContainers set, Start waits for a free
 // slot.
-func (d *Docker) Start(ctx context.Context, spec ContainerSpec) (*Container, error) {
+func (d *Backend) Start(ctx context.Context, spec executor.ContainerSpec) (*Container, error) {
 	if spec.Task == nil || spec.Image == "" {
-		return nil, &EnvError{Op: "start container", Err: errors.New("the spec needs a task and an image")}
+		return nil, &executor.EnvError{Op: "start container", Err: errors.New("the spec needs a task and an image")}
 	}
 	op := "start container for task " + spec.Task.ID
 	release, err := d.acquireSlot(ctx)
 	if err != nil {
-		return nil, &EnvError{Op: op, Err: fmt.Errorf("wait for a free container slot (max_containers %d): %w", d.rt.MaxContainers, err)}
+		return nil, &executor.EnvError{Op: op, Err: fmt.Errorf("wait for a free container slot (max_containers %d): %w", d.rt.MaxContainers, err)}
 	}
 	cfg, hc := containerConfig(spec, d.rt, d.ncpu)
 	cfg.Labels[LabelOwner] = d.owner
@@ -220,14 +202,14 @@ func (d *Docker) Start(ctx context.Context, spec ContainerSpec) (*Container, err
 		if cerrdefs.IsNotFound(err) {
 			err = fmt.Errorf("image %s is not present on the engine: %w", spec.Image, err)
 		}
-		return nil, &EnvError{Op: op, Err: err}
+		return nil, &executor.EnvError{Op: op, Err: err}
 	}
 	c := &Container{d: d, id: created.ID, keep: d.rt.KeepContainers, release: release, warnings: warnings}
 	if err := ctx.Err(); err != nil {
-		return nil, &EnvError{Op: op, Err: errors.Join(err, c.Close(ctx))}
+		return nil, &executor.EnvError{Op: op, Err: errors.Join(err, c.Close(ctx))}
 	}
 	if err := d.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
-		return nil, &EnvError{Op: op, Err: errors.Join(err, c.Close(ctx))}
+		return nil, &executor.EnvError{Op: op, Err: errors.Join(err, c.Close(ctx))}
 	}
 	// A keep-alive that exits at once (no sleep in the image) would
 	// otherwise surface later as a puzzling exec failure.
@@ -237,10 +219,10 @@ func (d *Docker) Start(ctx context.Context, spec ContainerSpec) (*Container, err
 			ins.State.ExitCode, ins.State.Error)
 	}
 	if err != nil {
-		return nil, &EnvError{Op: op, Err: errors.Join(err, c.Close(ctx))}
+		return nil, &executor.EnvError{Op: op, Err: errors.Join(err, c.Close(ctx))}
 	}
 	if ins.Config != nil {
-		c.rootUser = isRootUser(ins.Config.User)
+		c.rootUser = executor.IsRootUser(ins.Config.User)
 	}
 	return c, nil
 }
@@ -253,8 +235,8 @@ func (c *Container) DefaultUserIsRoot() bool { return c.rootUser }
 // configuration, such as a disk limit the storage driver cannot enforce.
 func (c *Container) Warnings() []string { return slices.Clone(c.warnings) }
 
-// StartSandbox is Start for the Backend interface.
-func (d *Docker) StartSandbox(ctx context.Context, spec ContainerSpec) (ClosableSandbox, error) {
+// StartSandbox is Start for the executor.Backend interface.
+func (d *Backend) StartSandbox(ctx context.Context, spec executor.ContainerSpec) (executor.ClosableSandbox, error) {
 	c, err := d.Start(ctx, spec)
 	if err != nil {
 		return nil, err
@@ -262,7 +244,7 @@ func (d *Docker) StartSandbox(ctx context.Context, spec ContainerSpec) (Closable
 	return c, nil
 }
 
-func (d *Docker) acquireSlot(ctx context.Context) (release func(), err error) {
+func (d *Backend) acquireSlot(ctx context.Context) (release func(), err error) {
 	if d.slots == nil {
 		return func() {}, nil
 	}
@@ -275,9 +257,10 @@ func (d *Docker) acquireSlot(ctx context.Context) (release func(), err error) {
 	}
 }
 
-// Container is one trial's running container. It implements Sandbox.
+// Container is one trial's running container. It implements
+// executor.Sandbox.
 type Container struct {
-	d       *Docker
+	d       *Backend
 	id      string
 	keep    bool
 	release func()
@@ -320,22 +303,22 @@ func shortID(id string) string {
 // Exec runs req.Cmd under coreutils timeout, so the limit holds inside the
 // container; the host stops reading timeout+grace later in case that fails,
 // and kills what the command started when it gives up or ctx ends.
-func (c *Container) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+func (c *Container) Exec(ctx context.Context, req executor.ExecRequest) (executor.ExecResult, error) {
 	return c.exec(ctx, req, true)
 }
 
-func (c *Container) exec(ctx context.Context, req ExecRequest, killOnAbandon bool) (ExecResult, error) {
+func (c *Container) exec(ctx context.Context, req executor.ExecRequest, killOnAbandon bool) (executor.ExecResult, error) {
 	if len(req.Cmd) == 0 {
-		return ExecResult{}, errors.New("exec: empty command")
+		return executor.ExecResult{}, errors.New("exec: empty command")
 	}
 	if req.Timeout <= 0 {
-		return ExecResult{}, fmt.Errorf("exec %s: a timeout is required", req.Cmd[0])
+		return executor.ExecResult{}, fmt.Errorf("exec %s: a timeout is required", req.Cmd[0])
 	}
-	secs := wholeSeconds(req.Timeout)
+	secs := executor.WholeSeconds(req.Timeout)
 	limit := time.Duration(secs) * time.Second
 	outCap := req.OutputCap
 	if outCap <= 0 {
-		outCap = DefaultOutputCap
+		outCap = executor.DefaultOutputCap
 	}
 	marker := newMarker()
 	opts := container.ExecOptions{
@@ -350,12 +333,12 @@ func (c *Container) exec(ctx context.Context, req ExecRequest, killOnAbandon boo
 	what := "exec " + clip(strings.Join(req.Cmd, " "), 80)
 	created, err := c.d.cli.ContainerExecCreate(ctx, c.id, opts)
 	if err != nil {
-		return ExecResult{}, fmt.Errorf("%s in container %s: %w", what, shortID(c.id), err)
+		return executor.ExecResult{}, fmt.Errorf("%s in container %s: %w", what, shortID(c.id), err)
 	}
 	start := time.Now()
 	hj, err := c.d.cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
 	if err != nil {
-		return ExecResult{}, fmt.Errorf("%s in container %s: attach: %w", what, shortID(c.id), err)
+		return executor.ExecResult{}, fmt.Errorf("%s in container %s: attach: %w", what, shortID(c.id), err)
 	}
 	defer hj.Close()
 	if req.Stdin != nil {
@@ -396,7 +379,7 @@ func (c *Container) exec(ctx context.Context, req ExecRequest, killOnAbandon boo
 			c.killMarked(ctx, marker, req.User)
 		}
 	}
-	res := ExecResult{
+	res := executor.ExecResult{
 		Stdout:    stdout.String(),
 		Stderr:    stderr.String(),
 		Truncated: stdout.truncated || stderr.truncated,
@@ -421,7 +404,7 @@ func (c *Container) exec(ctx context.Context, req ExecRequest, killOnAbandon boo
 	if running {
 		res.ExitCode = -1
 	}
-	res.TimedOut = abandoned || stoppedByTimeout(code, res.Duration, limit)
+	res.TimedOut = abandoned || executor.StoppedByTimeout(code, res.Duration, limit)
 	return res, nil
 }
 
@@ -463,7 +446,7 @@ done; exit 0`
 func (c *Container) killMarked(ctx context.Context, marker, user string) {
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
-	c.exec(kctx, ExecRequest{
+	c.exec(kctx, executor.ExecRequest{
 		Cmd:     []string{"sh", "-c", killMarkedScript, "harness-kill", execMarkerEnv + "=" + marker},
 		Timeout: 10 * time.Second,
 		User:    user,
@@ -499,7 +482,7 @@ func (w *capWriter) Write(p []byte) (int, error) {
 func (w *capWriter) String() string { return w.buf.String() }
 
 // helper runs a small file-handling command and turns a failure into an error.
-func (c *Container) helper(ctx context.Context, what string, req ExecRequest) (ExecResult, error) {
+func (c *Container) helper(ctx context.Context, what string, req executor.ExecRequest) (executor.ExecResult, error) {
 	if req.Timeout == 0 {
 		req.Timeout = fileOpTimeout
 	}
@@ -524,9 +507,9 @@ func (c *Container) helper(ctx context.Context, what string, req ExecRequest) (E
 // at the container's working directory), read as user.
 func (c *Container) ReadFile(ctx context.Context, user, p string, max int) ([]byte, error) {
 	if max <= 0 {
-		max = DefaultReadCap
+		max = executor.DefaultReadCap
 	}
-	res, err := c.helper(ctx, "read "+p, ExecRequest{
+	res, err := c.helper(ctx, "read "+p, executor.ExecRequest{
 		Cmd:       []string{"head", "-c", strconv.Itoa(max), "--", p},
 		OutputCap: max,
 		User:      user,
@@ -556,7 +539,7 @@ func (c *Container) WriteFile(ctx context.Context, user, p string, data []byte, 
 	if mode > 0 {
 		perm = strconv.FormatInt(mode&0o7777, 8)
 	}
-	_, err := c.helper(ctx, "write "+p, ExecRequest{
+	_, err := c.helper(ctx, "write "+p, executor.ExecRequest{
 		Cmd:   []string{"sh", "-c", writeFileScript, "harness-write", p, perm},
 		Stdin: bytes.NewReader(data),
 		User:  user,
@@ -579,7 +562,7 @@ func (c *Container) CopyDirIn(ctx context.Context, hostDir, dst string) error {
 	}
 	err := c.copyTreeInto(ctx, hostDir, parent, name)
 	if cerrdefs.IsNotFound(err) {
-		if _, err := c.helper(ctx, "create "+parent, ExecRequest{Cmd: []string{"mkdir", "-p", "--", parent}, User: "0"}); err != nil {
+		if _, err := c.helper(ctx, "create "+parent, executor.ExecRequest{Cmd: []string{"mkdir", "-p", "--", parent}, User: "0"}); err != nil {
 			return err
 		}
 		err = c.copyTreeInto(ctx, hostDir, parent, name)
@@ -592,7 +575,7 @@ func (c *Container) CopyDirIn(ctx context.Context, hostDir, dst string) error {
 
 func (c *Container) copyTreeInto(ctx context.Context, hostDir, parent, name string) error {
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(writeTreeTarUnder(pw, hostDir, name)) }()
+	go func() { pw.CloseWithError(tartree.WriteUnder(pw, hostDir, name, tartree.Walk)) }()
 	err := c.d.cli.CopyToContainer(ctx, c.id, parent, pr, container.CopyToContainerOptions{})
 	pr.CloseWithError(errors.New("copy request ended"))
 	return err
@@ -609,4 +592,12 @@ func (c *Container) CopyOut(ctx context.Context, p string, w io.Writer) error {
 		return fmt.Errorf("copy %s out of container %s: %w", p, shortID(c.id), err)
 	}
 	return nil
+}
+
+// clip cuts s to n bytes, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }

@@ -1,4 +1,4 @@
-package executor
+package docker
 
 import (
 	"context"
@@ -51,7 +51,7 @@ type GCReport struct {
 // Containers whose owning harness process is still alive are kept unless
 // opts.Force is set, so GC never pulls a sandbox from under a live run.
 // It carries on past individual failures and reports them together.
-func (d *Docker) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
+func (d *Backend) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 	var report GCReport
 	var errs []error
 
@@ -150,7 +150,7 @@ func ownerMayBeAlive(owner, thisHost string, alive func(pid int) (bool, error)) 
 }
 
 // gcImages lists the task images GC removes under opts.
-func (d *Docker) gcImages(ctx context.Context, opts GCOptions) ([]image.Summary, error) {
+func (d *Backend) gcImages(ctx context.Context, opts GCOptions) ([]image.Summary, error) {
 	f := filters.NewArgs(filters.Arg("label", LabelManaged+"=1"))
 	if opts.Task != "" {
 		f.Add("label", LabelTask+"="+opts.Task)

@@ -1,4 +1,4 @@
-package executor
+package lab
 
 import (
 	"context"
@@ -11,10 +11,11 @@ import (
 
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/executor"
 	"github.com/mediated-coevo/harness/llm"
 )
 
-var _ Agent = (*LabAgent)(nil)
+var _ executor.Agent = (*Agent)(nil)
 
 func TestLabSystemPromptLayers(t *testing.T) {
 	// The instruction carries odd whitespace and Markdown so any rewriting shows.
@@ -39,7 +40,7 @@ func TestLabSystemPromptLayers(t *testing.T) {
 			p := newLabProvider(map[string][]labStep{tc.caller: {labSubmit("done")}})
 			in := labInput(t, sb, instruction)
 			in.Plan = tc.plan
-			res, err := NewLabAgent(labTestLab(tc.mode), labClients(p, nil)).Run(context.Background(), in)
+			res, err := NewAgent(labTestLab(tc.mode), labClients(p, nil)).Run(context.Background(), in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,15 +80,6 @@ func TestLabSystemPromptLayers(t *testing.T) {
 			if strings.Contains(sys, "Use python's csv module") {
 				t.Errorf("the system prompt holds a task skill's body; only the index belongs there")
 			}
-			wantInputs := map[string]string{
-				llm.InputInstruction: instruction, llm.InputSkill: in.ExecutorSkill, llm.InputTaskID: "demo-task",
-				llm.InputIteration: "3", llm.InputWorkdir: "/app", "plan": tc.plan,
-			}
-			for k, v := range wantInputs {
-				if got := reqs[0].Inputs[k]; got != v {
-					t.Errorf("Inputs[%q] = %q, want %q", k, got, v)
-				}
-			}
 			if reqs[0].Kind != llm.KindAgentStep || reqs[0].Seed != 7 {
 				t.Errorf("kind %q seed %d, want agent_step and the trial's seed 7", reqs[0].Kind, reqs[0].Seed)
 			}
@@ -97,7 +89,7 @@ func TestLabSystemPromptLayers(t *testing.T) {
 
 func TestLabSingleModeToolsAndCommands(t *testing.T) {
 	sb := newLabFakeSandbox(map[string]string{"/app/in.txt": "hello\n"})
-	sb.commands["cat in.txt | wc -l"] = ExecResult{ExitCode: 0, Stdout: "1\n"}
+	sb.commands["cat in.txt | wc -l"] = executor.ExecResult{ExitCode: 0, Stdout: "1\n"}
 	p := newLabProvider(map[string][]labStep{labCaller: {
 		labCall(ToolListDir, map[string]string{"path": "."}),
 		labCall(ToolReadFile, map[string]string{"path": "in.txt"}),
@@ -107,7 +99,7 @@ func TestLabSingleModeToolsAndCommands(t *testing.T) {
 	}})
 	in := labInput(t, sb, "Count the lines of /app/in.txt into /app/out.txt.")
 	lab := labTestLab(config.ModeSingle)
-	res, err := NewLabAgent(lab, labClients(p, nil)).Run(context.Background(), in)
+	res, err := NewAgent(lab, labClients(p, nil)).Run(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +114,7 @@ func TestLabSingleModeToolsAndCommands(t *testing.T) {
 	if got, _ := sb.file("/app/out.txt"); got != "1\n" {
 		t.Errorf("out.txt = %q, want the written content", got)
 	}
-	var cmd *ExecRequest
+	var cmd *executor.ExecRequest
 	for i := range sb.execs {
 		if sb.execs[i].Cmd[0] == "bash" {
 			cmd = &sb.execs[i]
@@ -167,7 +159,7 @@ func TestLabHierarchicalAllowlists(t *testing.T) {
 	sb := newLabFakeSandbox(nil)
 	p := newLabProvider(hierarchicalScript())
 	in := labInput(t, sb, "Do the task.")
-	res, err := NewLabAgent(labTestLab(config.ModeHierarchical), labClients(p, nil)).Run(context.Background(), in)
+	res, err := NewAgent(labTestLab(config.ModeHierarchical), labClients(p, nil)).Run(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,8 +196,8 @@ func TestLabHierarchicalAllowlists(t *testing.T) {
 	if strings.Contains(code.Messages[0].Content, in.Plan) || !strings.Contains(code.Messages[0].Content, "Always check your output.") {
 		t.Errorf("code subagent's system prompt should inherit the executor skill but not the plan:\n%s", code.Messages[0].Content)
 	}
-	if code.Inputs[llm.InputInstruction] != "Write /app/out.txt." || code.Seed == in.Seed {
-		t.Errorf("code subagent inputs %v seed %d: want its task as instruction and a seed of its own", code.Inputs, code.Seed)
+	if code.Seed == in.Seed {
+		t.Errorf("code subagent seed %d: want a seed of its own", code.Seed)
 	}
 }
 
@@ -219,7 +211,7 @@ func TestLabExploreRunCommandRefused(t *testing.T) {
 	}
 	p := newLabProvider(script)
 	in := labInput(t, sb, "Do the task.")
-	if _, err := NewLabAgent(labTestLab(config.ModeHierarchical), labClients(p, nil)).Run(context.Background(), in); err != nil {
+	if _, err := NewAgent(labTestLab(config.ModeHierarchical), labClients(p, nil)).Run(context.Background(), in); err != nil {
 		t.Fatal(err)
 	}
 	if cmds := sb.bashCommands(); len(cmds) != 0 {
@@ -279,7 +271,7 @@ func TestLabDispatchQuota(t *testing.T) {
 			lab := labTestLab(config.ModeHierarchical)
 			lab.ExploreQuota = tc.exploreQuota
 			in := labInput(t, newLabFakeSandbox(nil), "Do it.")
-			if _, err := NewLabAgent(lab, labClients(p, nil)).Run(context.Background(), in); err != nil {
+			if _, err := NewAgent(lab, labClients(p, nil)).Run(context.Background(), in); err != nil {
 				t.Fatal(err)
 			}
 			if n := len(p.requests(labCaller + "/explore")); n != tc.wantRuns {
@@ -294,7 +286,7 @@ func TestLabDispatchQuota(t *testing.T) {
 			recs := readLabTranscript(t, in.JobDir)
 			quotaEvents := 0
 			for _, r := range recs {
-				if r.Event == LabEventQuota {
+				if r.Event == EventQuota {
 					quotaEvents++
 				}
 			}
@@ -314,7 +306,7 @@ func TestLabDispatchReturnsOnlyResult(t *testing.T) {
 	}
 	p := newLabProvider(script)
 	in := labInput(t, sb, "Do the task.")
-	if _, err := NewLabAgent(labTestLab(config.ModeHierarchical), labClients(p, nil)).Run(context.Background(), in); err != nil {
+	if _, err := NewAgent(labTestLab(config.ModeHierarchical), labClients(p, nil)).Run(context.Background(), in); err != nil {
 		t.Fatal(err)
 	}
 	coord := p.requests(labCaller + "/coordinator")
@@ -339,7 +331,7 @@ func TestLabTranscriptAndUsage(t *testing.T) {
 	}
 	p := newLabProvider(script)
 	in := labInput(t, sb, "Do the task.")
-	res, err := NewLabAgent(labTestLab(config.ModeHierarchical), labClients(p, nil)).Run(context.Background(), in)
+	res, err := NewAgent(labTestLab(config.ModeHierarchical), labClients(p, nil)).Run(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,15 +339,15 @@ func TestLabTranscriptAndUsage(t *testing.T) {
 	if calls != 8 {
 		t.Fatalf("%d model calls, want 8", calls)
 	}
-	want := Usage{InputTokens: 800, OutputTokens: 80, CostUSD: 4, ModelCalls: 8}
+	want := executor.Usage{InputTokens: 800, OutputTokens: 80, CostUSD: 4, ModelCalls: 8}
 	if res.Usage != want {
 		t.Errorf("usage = %+v, want the sum over all loops %+v", res.Usage, want)
 	}
-	if res.TranscriptPath != LabTranscriptFile {
-		t.Errorf("TranscriptPath = %q, want %q", res.TranscriptPath, LabTranscriptFile)
+	if res.TranscriptPath != TranscriptFile {
+		t.Errorf("TranscriptPath = %q, want %q", res.TranscriptPath, TranscriptFile)
 	}
 	recs := readLabTranscript(t, in.JobDir)
-	if recs[0].Event != LabEventSetup || recs[0].Setup == nil || recs[0].Setup.Workdir != "/app" {
+	if recs[0].Event != EventSetup || recs[0].Setup == nil || recs[0].Setup.Workdir != "/app" {
 		t.Errorf("first record = %+v, want the setup", recs[0])
 	}
 	agents := map[string]int{}
@@ -371,7 +363,7 @@ func TestLabTranscriptAndUsage(t *testing.T) {
 			t.Errorf("code record has dispatch %d, want 3", r.Dispatch)
 		}
 	}
-	for _, a := range []string{LabAgentCoordinator, SubagentExplore, SubagentPlan, SubagentCode} {
+	for _, a := range []string{AgentCoordinator, SubagentExplore, SubagentPlan, SubagentCode} {
 		if agents[a] == 0 {
 			t.Errorf("no messages of %s in the transcript", a)
 		}
@@ -413,8 +405,8 @@ func TestLabBudgetErrorPropagates(t *testing.T) {
 			p := newLabProvider(tc.script)
 			ledger := llm.NewLedger(llm.Limits{MaxTokens: tc.limit})
 			in := labInput(t, newLabFakeSandbox(nil), "Do it.")
-			res, err := NewLabAgent(labTestLab(tc.mode), labClients(p, ledger)).Run(context.Background(), in)
-			if !errors.Is(err, ErrBudgetExhausted) || !errors.Is(err, llm.ErrBudgetExhausted) {
+			res, err := NewAgent(labTestLab(tc.mode), labClients(p, ledger)).Run(context.Background(), in)
+			if !errors.Is(err, executor.ErrBudgetExhausted) || !errors.Is(err, llm.ErrBudgetExhausted) {
 				t.Fatalf("err = %v, want one wrapping the budget sentinel", err)
 			}
 			n := len(p.all())
@@ -458,8 +450,8 @@ func TestLabModelErrorIsAgentError(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newLabProvider(tc.script)
 			in := labInput(t, newLabFakeSandbox(nil), "Do it.")
-			_, err := NewLabAgent(labTestLab(tc.mode), labClients(p, nil)).Run(context.Background(), in)
-			if !errors.Is(err, boom) || errors.Is(err, ErrBudgetExhausted) || errors.Is(err, context.Canceled) {
+			_, err := NewAgent(labTestLab(tc.mode), labClients(p, nil)).Run(context.Background(), in)
+			if !errors.Is(err, boom) || errors.Is(err, executor.ErrBudgetExhausted) || errors.Is(err, context.Canceled) {
 				t.Fatalf("err = %v, want the model failure itself", err)
 			}
 			if n := len(p.all()); n != tc.wantCalls {
@@ -487,7 +479,7 @@ func TestLabRejectsBadSetup(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			lab := labTestLab(config.ModeSingle)
 			tc.lab(&lab)
-			_, err := NewLabAgent(lab, tc.clients).Run(context.Background(), labInput(t, newLabFakeSandbox(nil), "x"))
+			_, err := NewAgent(lab, tc.clients).Run(context.Background(), labInput(t, newLabFakeSandbox(nil), "x"))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want it to mention %q", err, tc.want)
 			}
@@ -507,13 +499,13 @@ func TestLabCompactionKeepsBackup(t *testing.T) {
 	}
 	steps = append(steps, labSubmit("read it all"))
 	p := newLabProvider(map[string][]labStep{labCaller: steps})
-	a := NewLabAgent(labTestLab(config.ModeSingle), labClients(p, nil))
+	a := NewAgent(labTestLab(config.ModeSingle), labClients(p, nil))
 	a.ContextTokens = map[conditions.Role]int{conditions.RoleExecutor: 2500}
 	in := labInput(t, sb, "Read /app/big.txt.")
 	if _, err := a.Run(context.Background(), in); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(in.JobDir, LabBackupFile))
+	data, err := os.ReadFile(filepath.Join(in.JobDir, BackupFile))
 	if err != nil {
 		t.Fatalf("no compaction backup: %v", err)
 	}
@@ -532,7 +524,7 @@ func TestLabOfflineProviderSubmits(t *testing.T) {
 			sb := newLabFakeSandbox(map[string]string{"/app/data/input.txt": "a\nb\n"})
 			in := labInput(t, sb, instruction)
 			in.Caller = "executor/student-1"
-			res, err := NewLabAgent(labTestLab(mode), labClients(llm.NewOffline(11), nil)).Run(context.Background(), in)
+			res, err := NewAgent(labTestLab(mode), labClients(llm.NewOffline(11), nil)).Run(context.Background(), in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -550,5 +542,25 @@ func TestLabOfflineProviderSubmits(t *testing.T) {
 				t.Errorf("offline coordinator dispatched %v, want explore and code once", s.Dispatches)
 			}
 		})
+	}
+}
+
+// The offline player of an agent is told the texts its prompts come from:
+// the top-level agent gets the instruction, skill and plan unmodified, a
+// subagent its dispatched task and no plan.
+func TestLabOfflineTrial(t *testing.T) {
+	instruction := "  # Goal\n\nCompute /app/out.txt.\n"
+	in := labInput(t, newLabFakeSandbox(nil), instruction)
+	r := &labRun{in: in, tools: &ContainerTools{Workdir: "/srv/work"}}
+	top := r.offlineTrial(in.Task.Instruction, true)
+	want := OfflineTrial{TaskID: in.Task.ID, Instruction: instruction, Workdir: "/srv/work", Iteration: 3,
+		Skill: in.ExecutorSkill, Plan: in.Plan}
+	if top != want {
+		t.Errorf("top-level offline trial = %+v, want %+v", top, want)
+	}
+	sub := r.offlineTrial("Write /app/out.txt.", false)
+	want.Instruction, want.Plan = "Write /app/out.txt.", ""
+	if sub != want {
+		t.Errorf("subagent offline trial = %+v, want %+v", sub, want)
 	}
 }

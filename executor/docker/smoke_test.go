@@ -1,4 +1,4 @@
-package executor
+package docker
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mediated-coevo/harness/benchmarks"
+	"github.com/mediated-coevo/harness/executor"
 )
 
 // TestSmokeTasksOracleSolvesNopFails checks every pinned smoke task in the
@@ -29,21 +30,21 @@ func TestSmokeTasksOracleSolvesNopFails(t *testing.T) {
 	if len(tasks) < 6 {
 		t.Fatalf("the smoke set has %d tasks, want at least 6", len(tasks))
 	}
-	runner := &Runner{Backend: d, Runtime: rt}
+	runner := &executor.Runner{Backend: d, Runtime: rt}
 	run := "smoke-" + randomID(t)
 	for _, task := range tasks {
 		t.Run(task.ID, func(t *testing.T) {
 			for _, tc := range []struct {
-				agent Agent
+				agent executor.Agent
 				check func(r float64) bool
 				want  string
 			}{
-				{OracleAgent{}, func(r float64) bool { return r == 1 }, "1"},
-				{NopAgent{}, func(r float64) bool { return r < 1 }, "below 1"},
+				{executor.OracleAgent{}, func(r float64) bool { return r == 1 }, "1"},
+				{executor.NopAgent{}, func(r float64) bool { return r < 1 }, "below 1"},
 			} {
-				tr := runner.Run(context.Background(), TrialSpec{Task: task, Agent: tc.agent, RunID: run,
+				tr := runner.Run(context.Background(), executor.TrialSpec{Task: task, Agent: tc.agent, RunID: run,
 					TrialID: task.ID + "-" + tc.agent.Name(), JobDir: filepath.Join(t.TempDir(), tc.agent.Name())})
-				if tr.Status != StatusScored || tr.Reward == nil {
+				if tr.Status != executor.StatusScored || tr.Reward == nil {
 					t.Fatalf("%s: status %s, errors %v", tc.agent.Name(), tr.Status, tr.Errors)
 				}
 				if !tc.check(*tr.Reward) {

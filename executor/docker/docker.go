@@ -1,7 +1,6 @@
-package executor
+package docker
 
 import (
-	"archive/tar"
 	"bufio"
 	"context"
 	"crypto/sha256"
@@ -13,7 +12,6 @@ import (
 	"hash"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -29,6 +27,8 @@ import (
 
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/internal/tartree"
 )
 
 // Labels on every container and image the harness creates. GC finds
@@ -45,13 +45,9 @@ const (
 	LabelOwner = "io.harness.owner"
 )
 
-// Defaults for limits that neither the task nor the runtime configuration sets.
-const (
-	DefaultBuildTimeout    = 20 * time.Minute
-	DefaultAgentTimeout    = 15 * time.Minute
-	DefaultVerifierTimeout = 10 * time.Minute
-	DefaultPidsLimit       = 1024
-)
+// DefaultPidsLimit caps a container's processes when the runtime
+// configuration sets no pids_limit.
+const DefaultPidsLimit = 1024
 
 const (
 	pingTimeout = 15 * time.Second
@@ -59,29 +55,9 @@ const (
 	buildLogTail = 4096
 )
 
-// EnvError is a failure of a trial's environment (image build, container
-// start), as opposed to something the agent did. Traces record it as
-// env_failure, never as a reward.
-type EnvError struct {
-	Op  string // what was being done, e.g. "build image for task hello"
-	Err error
-	// Log is the tail of the build output, when there was one.
-	Log string
-}
-
-func (e *EnvError) Error() string {
-	msg := e.Op + ": " + e.Err.Error()
-	if e.Log != "" {
-		msg += "\n--- build output (tail) ---\n" + e.Log
-	}
-	return msg
-}
-
-func (e *EnvError) Unwrap() error { return e.Err }
-
-// Docker is the sandbox backend on a Docker Engine. It is safe for
+// Backend is the sandbox backend on a Docker Engine. It is safe for
 // concurrent use by many trials.
-type Docker struct {
+type Backend struct {
 	cli  *client.Client
 	rt   config.ExecutorRuntime
 	ncpu int
@@ -97,10 +73,10 @@ type Docker struct {
 	owner string
 }
 
-// NewDocker connects to the engine named by rt.DockerHost, or by DOCKER_HOST
+// New connects to the engine named by rt.DockerHost, or by DOCKER_HOST
 // and the other DOCKER_* variables when that is empty, and negotiates the API
 // version. It fails with a clear message when no engine answers.
-func NewDocker(ctx context.Context, rt config.ExecutorRuntime) (*Docker, error) {
+func New(ctx context.Context, rt config.ExecutorRuntime) (*Backend, error) {
 	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
 	if rt.DockerHost != "" {
 		opts = append(opts, client.WithHost(rt.DockerHost))
@@ -129,7 +105,7 @@ func NewDocker(ctx context.Context, rt config.ExecutorRuntime) (*Docker, error) 
 		return nil, fmt.Errorf("ask the Docker engine at %s for its resources: %w", cli.DaemonHost(), err)
 	}
 	host, _ := os.Hostname()
-	d := &Docker{cli: cli, rt: rt, ncpu: info.NCPU, owner: ownerLabel(host, os.Getpid())}
+	d := &Backend{cli: cli, rt: rt, ncpu: info.NCPU, owner: ownerLabel(host, os.Getpid())}
 	if rt.MaxContainers > 0 {
 		d.slots = make(chan struct{}, rt.MaxContainers)
 	}
@@ -137,10 +113,10 @@ func NewDocker(ctx context.Context, rt config.ExecutorRuntime) (*Docker, error) 
 }
 
 // Host is the engine's address, for messages.
-func (d *Docker) Host() string { return d.cli.DaemonHost() }
+func (d *Backend) Host() string { return d.cli.DaemonHost() }
 
 // Close releases the client's connections. Containers are not touched.
-func (d *Docker) Close() error { return d.cli.Close() }
+func (d *Backend) Close() error { return d.cli.Close() }
 
 // ImageTag is the tag of a task's image: the task id made into a valid
 // repository name, and the first 16 hex digits of the build-context hash.
@@ -218,94 +194,10 @@ func writeField(h hash.Hash, b []byte) {
 	h.Write(b)
 }
 
-// walkTree calls fn for every directory, regular file and symlink under
-// root (not root itself), in lexical order, with its slash-separated path
-// relative to root. Other kinds of files (sockets, devices) are skipped: they
-// cannot be part of a build context or a copy.
-func walkTree(root string, fn walkFunc) error {
-	return filepath.WalkDir(root, func(full string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if full == root {
-			return nil
-		}
-		t := d.Type()
-		if !t.IsDir() && !t.IsRegular() && t&fs.ModeSymlink == 0 {
-			return nil
-		}
-		rel, err := filepath.Rel(root, full)
-		if err != nil {
-			return err
-		}
-		return fn(filepath.ToSlash(rel), d, full)
-	})
-}
-
-// writeTreeTar writes the tree under root as a tar stream: owner root, the
-// files' own modes and times, symlinks as links.
-func writeTreeTar(w io.Writer, root string) error { return writeTreeTarUnder(w, root, "") }
-
-// writeTreeTarUnder is writeTreeTar with every entry placed under the
-// directory prefix, which the stream itself creates first (mode 0755).
-func writeTreeTarUnder(w io.Writer, root, prefix string) error {
-	return writeTar(w, root, prefix, walkTree)
-}
-
-// writeContextTar is writeTreeTar over a build context: what its
+// writeContextTar writes a build context as a tar stream: what its
 // .dockerignore excludes is left out.
 func writeContextTar(w io.Writer, root string) error {
-	return writeTar(w, root, "", walkBuildContext)
-}
-
-func writeTar(w io.Writer, root, prefix string, walk func(string, walkFunc) error) error {
-	tw := tar.NewWriter(w)
-	if prefix != "" {
-		hdr := &tar.Header{Name: prefix + "/", Typeflag: tar.TypeDir, Mode: 0o755, Format: tar.FormatPAX}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return err
-		}
-		prefix += "/"
-	}
-	err := walk(root, func(rel string, d fs.DirEntry, full string) error {
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		link := ""
-		if info.Mode()&fs.ModeSymlink != 0 {
-			if link, err = os.Readlink(full); err != nil {
-				return err
-			}
-		}
-		hdr, err := tar.FileInfoHeader(info, link)
-		if err != nil {
-			return err
-		}
-		hdr.Name = prefix + rel
-		if info.IsDir() {
-			hdr.Name += "/"
-		}
-		hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = 0, 0, "", ""
-		hdr.Format = tar.FormatPAX
-		if err := tw.WriteHeader(hdr); err != nil {
-			return err
-		}
-		if !info.Mode().IsRegular() {
-			return nil
-		}
-		f, err := os.Open(full)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = io.CopyN(tw, f, info.Size())
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return tw.Close()
+	return tartree.WriteUnder(w, root, "", walkBuildContext)
 }
 
 // EnsureImage returns the image a task's trials run in. As in Harbor, a
@@ -314,16 +206,16 @@ func writeTar(w io.Writer, root, prefix string, walk func(string, walkFunc) erro
 // image built from environment/ and tagged by ImageTag over ContextHash
 // (folded with the ids of its base images present on the engine); an
 // existing tag is reused (built=false). Failures are *EnvError.
-func (d *Docker) EnsureImage(ctx context.Context, task *benchmarks.Task) (image string, built bool, err error) {
+func (d *Backend) EnsureImage(ctx context.Context, task *benchmarks.Task) (image string, built bool, err error) {
 	if task == nil {
-		return "", false, &EnvError{Op: "ensure image", Err: errors.New("no task given")}
+		return "", false, &executor.EnvError{Op: "ensure image", Err: errors.New("no task given")}
 	}
 	envDir := filepath.Join(task.Dir, "environment")
 	op := "build image for task " + task.ID
 	if ref := task.Config.Environment.DockerImage; ref != "" {
 		ok, err := d.imageExists(ctx, ref)
 		if err != nil {
-			return "", false, &EnvError{Op: "find image for task " + task.ID, Err: err}
+			return "", false, &executor.EnvError{Op: "find image for task " + task.ID, Err: err}
 		}
 		if ok {
 			return ref, false, nil
@@ -331,40 +223,40 @@ func (d *Docker) EnsureImage(ctx context.Context, task *benchmarks.Task) (image 
 	}
 	if _, err := os.Stat(filepath.Join(envDir, "Dockerfile")); err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			return "", false, &EnvError{Op: op, Err: err}
+			return "", false, &executor.EnvError{Op: op, Err: err}
 		}
 		if ref := task.Config.Environment.DockerImage; ref != "" {
 			return d.localImage(ctx, task.ID, ref)
 		}
-		return "", false, &EnvError{Op: op, Err: fmt.Errorf(
+		return "", false, &executor.EnvError{Op: op, Err: fmt.Errorf(
 			"%s has no environment/Dockerfile and task.toml sets no [environment] docker_image: add one of them", task.Dir)}
 	}
 	sum, err := ContextHash(envDir)
 	if err != nil {
-		return "", false, &EnvError{Op: op, Err: err}
+		return "", false, &executor.EnvError{Op: op, Err: err}
 	}
 	bases, err := d.baseImageIDs(ctx, envDir)
 	if err != nil {
-		return "", false, &EnvError{Op: op, Err: err}
+		return "", false, &executor.EnvError{Op: op, Err: err}
 	}
 	tag := ImageTag(task.ID, withBaseImages(sum, bases))
 	if ok, err := d.imageExists(ctx, tag); err != nil {
-		return "", false, &EnvError{Op: op, Err: err}
+		return "", false, &executor.EnvError{Op: op, Err: err}
 	} else if ok {
 		return tag, false, nil
 	}
 	unlock, err := d.builds.lock(ctx, tag)
 	if err != nil {
-		return "", false, &EnvError{Op: op, Err: fmt.Errorf("wait for another build of %s: %w", tag, err)}
+		return "", false, &executor.EnvError{Op: op, Err: fmt.Errorf("wait for another build of %s: %w", tag, err)}
 	}
 	defer unlock()
 	// Another trial may have built it while this one waited.
 	if ok, err := d.imageExists(ctx, tag); err != nil {
-		return "", false, &EnvError{Op: op, Err: err}
+		return "", false, &executor.EnvError{Op: op, Err: err}
 	} else if ok {
 		return tag, false, nil
 	}
-	timeout := firstPositive(secondsDuration(task.Config.Environment.BuildTimeoutSec), d.rt.BuildTimeout.Duration, DefaultBuildTimeout)
+	timeout := executor.BuildTimeout(task, d.rt)
 	bctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	logTail, err := d.build(bctx, task.ID, envDir, tag)
@@ -375,24 +267,24 @@ func (d *Docker) EnsureImage(ctx context.Context, task *benchmarks.Task) (image 
 		if hint := d.missingBaseImages(ctx, envDir); hint != "" {
 			err = fmt.Errorf("%w; %s", err, hint)
 		}
-		return "", false, &EnvError{Op: op, Err: err, Log: logTail}
+		return "", false, &executor.EnvError{Op: op, Err: err, Log: logTail}
 	}
 	return tag, true, nil
 }
 
-func (d *Docker) localImage(ctx context.Context, taskID, ref string) (string, bool, error) {
+func (d *Backend) localImage(ctx context.Context, taskID, ref string) (string, bool, error) {
 	ok, err := d.imageExists(ctx, ref)
 	if err != nil {
-		return "", false, &EnvError{Op: "find image for task " + taskID, Err: err}
+		return "", false, &executor.EnvError{Op: "find image for task " + taskID, Err: err}
 	}
 	if !ok {
-		return "", false, &EnvError{Op: "find image for task " + taskID, Err: fmt.Errorf(
+		return "", false, &executor.EnvError{Op: "find image for task " + taskID, Err: fmt.Errorf(
 			"docker_image %q is not present on the engine and images are never pulled: load or build it first (docker load, docker build -t %s)", ref, ref)}
 	}
 	return ref, false, nil
 }
 
-func (d *Docker) imageExists(ctx context.Context, ref string) (bool, error) {
+func (d *Backend) imageExists(ctx context.Context, ref string) (bool, error) {
 	_, err := d.cli.ImageInspect(ctx, ref)
 	switch {
 	case err == nil:
@@ -408,7 +300,7 @@ func (d *Docker) imageExists(ctx context.Context, ref string) (bool, error) {
 // the progress stream to its end; a failed step arrives as errorDetail in an
 // HTTP 200 stream, so the stream decides success. It returns the tail of the
 // build output.
-func (d *Docker) build(ctx context.Context, taskID, envDir, tag string) (string, error) {
+func (d *Backend) build(ctx context.Context, taskID, envDir, tag string) (string, error) {
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(writeContextTar(pw, envDir)) }()
 	// Unblocks the tar writer if the request ends before reading everything.
@@ -480,7 +372,7 @@ func fromRefs(envDir string) []string {
 // They go into the tag so that rebuilding a base image (the locally built
 // harness-base, say) rebuilds the task images on top of it. Absent refs (to
 // be pulled, or names of earlier stages) are left out.
-func (d *Docker) baseImageIDs(ctx context.Context, envDir string) ([]string, error) {
+func (d *Backend) baseImageIDs(ctx context.Context, envDir string) ([]string, error) {
 	var out []string
 	for _, ref := range fromRefs(envDir) {
 		ins, err := d.cli.ImageInspect(ctx, ref)
@@ -510,7 +402,7 @@ func withBaseImages(contextHash string, bases []string) string {
 
 // missingBaseImages names the Dockerfile's base images that the engine does
 // not have, the usual cause of a failed build where nothing can be pulled.
-func (d *Docker) missingBaseImages(ctx context.Context, envDir string) string {
+func (d *Backend) missingBaseImages(ctx context.Context, envDir string) string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	var missing []string
@@ -586,22 +478,4 @@ func (k *keyedMutex) lock(ctx context.Context, key string) (unlock func(), err e
 		release()
 		return nil, ctx.Err()
 	}
-}
-
-// secondsDuration converts a task's seconds field; 0 or less means unset.
-func secondsDuration(sec float64) time.Duration {
-	const maxSec = float64(math.MaxInt64 / int64(time.Second))
-	if !(sec > 0) { // also NaN
-		return 0
-	}
-	return time.Duration(math.Min(sec, maxSec) * float64(time.Second))
-}
-
-func firstPositive(ds ...time.Duration) time.Duration {
-	for _, d := range ds {
-		if d > 0 {
-			return d
-		}
-	}
-	return 0
 }

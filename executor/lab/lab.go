@@ -1,4 +1,4 @@
-package executor
+package lab
 
 import (
 	"bytes"
@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/executor"
 	"github.com/mediated-coevo/harness/internal/durable"
 	"github.com/mediated-coevo/harness/llm"
 )
@@ -26,23 +26,23 @@ const (
 
 // Transcript files of the lab agent, relative to the job directory.
 const (
-	LabTranscriptFile = "agent/transcript.jsonl"
-	LabBackupFile     = "agent/compaction-backup.jsonl"
+	TranscriptFile = "agent/transcript.jsonl"
+	BackupFile     = "agent/compaction-backup.jsonl"
 )
 
 // Agent names in the transcript's agent field.
 const (
-	LabAgentSingle      = "executor"
-	LabAgentCoordinator = "coordinator"
+	AgentSingle      = "executor"
+	AgentCoordinator = "coordinator"
 )
 
 // Lab events written to the transcript beside the loop's own events.
 const (
-	LabEventSetup          = "setup"           // workdir, task skills, warnings
-	LabEventDispatch       = "dispatch"        // a subagent was started
-	LabEventDispatchResult = "dispatch_result" // what it returned
-	LabEventQuota          = "quota_refused"   // a dispatch past its quota
-	LabEventSummary        = "summary"         // counters of the whole run
+	EventSetup          = "setup"           // workdir, task skills, warnings
+	EventDispatch       = "dispatch"        // a subagent was started
+	EventDispatchResult = "dispatch_result" // what it returned
+	EventQuota          = "quota_refused"   // a dispatch past its quota
+	EventSummary        = "summary"         // counters of the whole run
 )
 
 // Defaults for lab settings left at zero (a hand-built config.Lab).
@@ -54,11 +54,11 @@ const (
 // labOutputCap caps AgentResult.Output and each dispatch result.
 const labOutputCap = 4 << 10
 
-// LabAgent is the LLM Executor: a tool-calling agent working in the trial's
+// Agent is the LLM Executor: a tool-calling agent working in the trial's
 // sandbox, alone (single mode) or as a coordinator of explore, plan and code
 // subagents (hierarchical mode). It keeps no per-trial state, so one value
 // may run many trials, also concurrently.
-type LabAgent struct {
+type Agent struct {
 	Lab config.Lab
 	// Clients holds the model client of each role: conditions.RoleExecutor
 	// (single agent, coordinator), RoleExplore, RolePlan and RoleCode.
@@ -71,17 +71,17 @@ type LabAgent struct {
 	MaxOutputTokens map[conditions.Role]int
 }
 
-// NewLabAgent returns a lab agent with the given settings and clients.
-func NewLabAgent(lab config.Lab, clients map[conditions.Role]*llm.Client) *LabAgent {
-	return &LabAgent{Lab: lab, Clients: clients}
+// NewAgent returns a lab agent with the given settings and clients.
+func NewAgent(lab config.Lab, clients map[conditions.Role]*llm.Client) *Agent {
+	return &Agent{Lab: lab, Clients: clients}
 }
 
 // Name is "lab".
-func (a *LabAgent) Name() string { return "lab" }
+func (a *Agent) Name() string { return "lab" }
 
-// LabStats are the counters of one lab-agent run, written to the transcript
+// Stats are the counters of one lab-agent run, written to the transcript
 // as its last record.
-type LabStats struct {
+type Stats struct {
 	Mode        string `json:"mode"`
 	Calls       int    `json:"calls"`
 	Refused     int    `json:"refused"`
@@ -95,38 +95,38 @@ type LabStats struct {
 	Error        string         `json:"error,omitempty"`
 }
 
-// LabSetup is what the agent learned about its sandbox before starting.
-type LabSetup struct {
+// Setup is what the agent learned about its sandbox before starting.
+type Setup struct {
 	Mode     string      `json:"mode"`
 	Workdir  string      `json:"workdir"`
 	Skills   []TaskSkill `json:"skills,omitempty"`
 	Warnings []string    `json:"warnings,omitempty"`
 }
 
-// LabTranscriptRecord is one line of agent/transcript.jsonl: a loop record
+// TranscriptRecord is one line of agent/transcript.jsonl: a loop record
 // (see llm.TranscriptRecord) tagged with the agent that wrote it, or a lab
 // event. Agent is "executor" (single mode), "coordinator", or a subagent
 // kind with Dispatch numbering its run (1, 2, ... in dispatch order).
-type LabTranscriptRecord struct {
+type TranscriptRecord struct {
 	Agent    string `json:"agent"`
 	Dispatch int    `json:"dispatch,omitempty"`
 	llm.TranscriptRecord
-	// Task is a dispatch's task text (LabEventDispatch).
-	Task  string    `json:"task,omitempty"`
-	Setup *LabSetup `json:"setup,omitempty"`
-	Stats *LabStats `json:"stats,omitempty"`
+	// Task is a dispatch's task text (EventDispatch).
+	Task  string `json:"task,omitempty"`
+	Setup *Setup `json:"setup,omitempty"`
+	Stats *Stats `json:"stats,omitempty"`
 }
 
-// LabBackupRecord is one line of agent/compaction-backup.jsonl: a message
+// BackupRecord is one line of agent/compaction-backup.jsonl: a message
 // compaction dropped from an agent's transcript.
-type LabBackupRecord struct {
+type BackupRecord struct {
 	Agent    string `json:"agent"`
 	Dispatch int    `json:"dispatch,omitempty"`
 	llm.Message
 }
 
 // settings returns the lab with zero values replaced by defaults.
-func (a *LabAgent) settings() config.Lab {
+func (a *Agent) settings() config.Lab {
 	l := a.Lab
 	if l.ExecutorMode == "" {
 		l.ExecutorMode = config.ModeSingle
@@ -153,7 +153,7 @@ func clampMargin(margin, calls int) int {
 	return max(min(margin, calls-1), 0)
 }
 
-func (a *LabAgent) client(role conditions.Role) (*llm.Client, error) {
+func (a *Agent) client(role conditions.Role) (*llm.Client, error) {
 	c := a.Clients[role]
 	if c == nil {
 		return nil, fmt.Errorf("no model client for role %q: configure [models.%s]", role, role)
@@ -166,9 +166,9 @@ func (a *LabAgent) client(role conditions.Role) (*llm.Client, error) {
 // stopped it; any other error (a model that keeps failing, a transcript
 // that cannot be written) is an agent error. The result is filled in on
 // every path, with the usage spent so far.
-func (a *LabAgent) Run(ctx context.Context, in AgentInput) (AgentResult, error) {
+func (a *Agent) Run(ctx context.Context, in executor.AgentInput) (executor.AgentResult, error) {
 	if in.Task == nil || in.Sandbox == nil {
-		return AgentResult{}, errors.New("lab agent: no task or sandbox")
+		return executor.AgentResult{}, errors.New("lab agent: no task or sandbox")
 	}
 	lab := a.settings()
 	roles := []conditions.Role{conditions.RoleExecutor}
@@ -176,16 +176,16 @@ func (a *LabAgent) Run(ctx context.Context, in AgentInput) (AgentResult, error) 
 	case config.ModeSingle:
 	case config.ModeHierarchical:
 		if lab.CodeQuota < 1 {
-			return AgentResult{}, fmt.Errorf("lab agent: code_quota is %d; hierarchical mode needs at least 1, since only the code subagent can change the container", lab.CodeQuota)
+			return executor.AgentResult{}, fmt.Errorf("lab agent: code_quota is %d; hierarchical mode needs at least 1, since only the code subagent can change the container", lab.CodeQuota)
 		}
 		roles = append(roles, conditions.RoleExplore, conditions.RolePlan, conditions.RoleCode)
 	default:
-		return AgentResult{}, fmt.Errorf("lab agent: unknown executor_mode %q; use %q or %q",
+		return executor.AgentResult{}, fmt.Errorf("lab agent: unknown executor_mode %q; use %q or %q",
 			lab.ExecutorMode, config.ModeSingle, config.ModeHierarchical)
 	}
 	for _, role := range roles {
 		if _, err := a.client(role); err != nil {
-			return AgentResult{}, fmt.Errorf("lab agent: %w", err)
+			return executor.AgentResult{}, fmt.Errorf("lab agent: %w", err)
 		}
 	}
 
@@ -194,12 +194,12 @@ func (a *LabAgent) Run(ctx context.Context, in AgentInput) (AgentResult, error) 
 	if r.caller == "" {
 		r.caller = string(conditions.RoleExecutor)
 	}
-	var res AgentResult
+	var res executor.AgentResult
 	if in.JobDir != "" {
 		if err := r.openTranscript(); err != nil {
 			return res, fmt.Errorf("lab agent: %w", err)
 		}
-		res.TranscriptPath = LabTranscriptFile
+		res.TranscriptPath = TranscriptFile
 	}
 	defer r.close()
 
@@ -216,8 +216,8 @@ func (a *LabAgent) Run(ctx context.Context, in AgentInput) (AgentResult, error) 
 	}
 	res.Usage = r.usage
 	stats := r.stats(res.Submitted, err)
-	if werr := r.event(LabTranscriptRecord{Agent: r.topName(),
-		TranscriptRecord: llm.TranscriptRecord{Event: LabEventSummary, Call: r.calls}, Stats: &stats}); werr != nil && err == nil {
+	if werr := r.event(TranscriptRecord{Agent: r.topName(),
+		TranscriptRecord: llm.TranscriptRecord{Event: EventSummary, Call: r.calls}, Stats: &stats}); werr != nil && err == nil {
 		err = werr
 	}
 	if cerr := r.close(); cerr != nil && err == nil {
@@ -231,16 +231,16 @@ func (a *LabAgent) Run(ctx context.Context, in AgentInput) (AgentResult, error) 
 
 // labRun is the state of one Run.
 type labRun struct {
-	agent  *LabAgent
+	agent  *Agent
 	lab    config.Lab
-	in     AgentInput
+	in     executor.AgentInput
 	caller string
 	tools  *ContainerTools
 
 	transcript *durable.Log
 	backup     *durable.Log
 
-	usage       Usage
+	usage       executor.Usage
 	calls       int
 	refused     int
 	badArgs     int
@@ -257,13 +257,13 @@ type labRun struct {
 
 func (r *labRun) topName() string {
 	if r.lab.ExecutorMode == config.ModeHierarchical {
-		return LabAgentCoordinator
+		return AgentCoordinator
 	}
-	return LabAgentSingle
+	return AgentSingle
 }
 
-func (r *labRun) stats(submitted bool, err error) LabStats {
-	s := LabStats{
+func (r *labRun) stats(submitted bool, err error) Stats {
+	s := Stats{
 		Mode: r.lab.ExecutorMode, Calls: r.calls, Refused: r.refused, BadArgs: r.badArgs,
 		Compactions: r.compactions, QuotaRefused: r.quotaRefused, Submitted: submitted,
 	}
@@ -305,24 +305,30 @@ func (r *labRun) setup(ctx context.Context) error {
 		OutputCap:      r.lab.OutputCapBytes,
 		Skills:         env.Skills,
 	}
-	return r.event(LabTranscriptRecord{Agent: r.topName(), TranscriptRecord: llm.TranscriptRecord{Event: LabEventSetup},
-		Setup: &LabSetup{Mode: r.lab.ExecutorMode, Workdir: env.Workdir, Skills: env.Skills, Warnings: env.Warnings}})
+	return r.event(TranscriptRecord{Agent: r.topName(), TranscriptRecord: llm.TranscriptRecord{Event: EventSetup},
+		Setup: &Setup{Mode: r.lab.ExecutorMode, Workdir: env.Workdir, Skills: env.Skills, Warnings: env.Warnings}})
 }
 
-// inputs are the structured inputs of every call (see llm.Request.Inputs):
-// the same texts the prompts are rendered from.
-func (r *labRun) inputs(instruction string, withPlan bool) map[string]string {
-	in := map[string]string{
-		llm.InputInstruction: instruction,
-		llm.InputSkill:       r.in.ExecutorSkill,
-		llm.InputTaskID:      r.in.Task.ID,
-		llm.InputIteration:   strconv.Itoa(r.in.Iteration),
-		llm.InputWorkdir:     r.tools.workdir(),
+// player is the offline stand-in for an agent's model (see OfflinePlayer).
+// A client backed by a real model ignores it.
+func (r *labRun) player(instruction string, withPlan bool) llm.Player {
+	return OfflinePlayer(r.offlineTrial(instruction, withPlan))
+}
+
+// offlineTrial is what the offline player is told of an agent: the same
+// texts its prompts are rendered from.
+func (r *labRun) offlineTrial(instruction string, withPlan bool) OfflineTrial {
+	t := OfflineTrial{
+		TaskID:      r.in.Task.ID,
+		Instruction: instruction,
+		Workdir:     r.tools.workdir(),
+		Iteration:   r.in.Iteration,
+		Skill:       r.in.ExecutorSkill,
 	}
 	if withPlan {
-		in["plan"] = r.in.Plan
+		t.Plan = r.in.Plan
 	}
-	return in
+	return t
 }
 
 func (r *labRun) single(ctx context.Context) (llm.LoopResult, error) {
@@ -332,10 +338,10 @@ func (r *labRun) single(ctx context.Context) (llm.LoopResult, error) {
 		return llm.LoopResult{}, err
 	}
 	specs = append(specs, SubmitTool("what you did, what you checked, and anything left undone"))
-	loop := r.loop(LabAgentSingle, 0, conditions.RoleExecutor, r.caller, specs, r.lab.MaxModelCalls, r.lab.ConcludeMargin)
-	loop.Inputs = r.inputs(r.in.Task.Instruction, true)
+	loop := r.loop(AgentSingle, 0, conditions.RoleExecutor, r.caller, specs, r.lab.MaxModelCalls, r.lab.ConcludeMargin)
+	loop.Client = loop.Client.WithPlayer(r.player(r.in.Task.Instruction, true))
 	loop.Seed = r.in.Seed
-	system := LabSystemPrompt(singleIdentity(r.tools.workdir(), r.lab.MaxModelCalls), r.in.ExecutorSkill, SkillIndex(r.tools.Skills), r.in.Plan)
+	system := SystemPrompt(singleIdentity(r.tools.workdir(), r.lab.MaxModelCalls), r.in.ExecutorSkill, SkillIndex(r.tools.Skills), r.in.Plan)
 	return r.runLoop(ctx, loop, system, r.in.Task.Instruction)
 }
 
@@ -346,10 +352,10 @@ func (r *labRun) coordinate(ctx context.Context) (llm.LoopResult, error) {
 	}
 	specs = append([]llm.ToolSpec{{Tool: dispatchTool(r.lab), Run: r.dispatch}}, specs...)
 	specs = append(specs, SubmitTool("what was done, what was checked, and anything left undone"))
-	loop := r.loop(LabAgentCoordinator, 0, conditions.RoleExecutor, r.caller+"/"+LabAgentCoordinator, specs, r.lab.MaxModelCalls, r.lab.ConcludeMargin)
-	loop.Inputs = r.inputs(r.in.Task.Instruction, true)
+	loop := r.loop(AgentCoordinator, 0, conditions.RoleExecutor, r.caller+"/"+AgentCoordinator, specs, r.lab.MaxModelCalls, r.lab.ConcludeMargin)
+	loop.Client = loop.Client.WithPlayer(r.player(r.in.Task.Instruction, true))
 	loop.Seed = r.in.Seed
-	system := LabSystemPrompt(coordinatorIdentity(r.tools.workdir(), r.lab), r.in.ExecutorSkill, SkillIndex(r.tools.Skills), r.in.Plan)
+	system := SystemPrompt(coordinatorIdentity(r.tools.workdir(), r.lab), r.in.ExecutorSkill, SkillIndex(r.tools.Skills), r.in.Plan)
 
 	// A failing subagent ends the run: its dispatch cancels the
 	// coordinator's context with the failure as the cause.
@@ -457,8 +463,8 @@ func (r *labRun) dispatch(ctx context.Context, args json.RawMessage) (string, er
 		if q == 0 {
 			msg = fmt.Sprintf("dispatch refused: this lab allows no %s dispatches (quota 0)", kind)
 		}
-		if err := r.event(LabTranscriptRecord{Agent: LabAgentCoordinator,
-			TranscriptRecord: llm.TranscriptRecord{Event: LabEventQuota, Detail: msg}}); err != nil {
+		if err := r.event(TranscriptRecord{Agent: AgentCoordinator,
+			TranscriptRecord: llm.TranscriptRecord{Event: EventQuota, Detail: msg}}); err != nil {
 			return "", r.fail(err)
 		}
 		return "", errors.New(msg + "; continue with the other subagents or submit")
@@ -466,8 +472,8 @@ func (r *labRun) dispatch(ctx context.Context, args json.RawMessage) (string, er
 	r.dispatches[kind]++
 	r.seq++
 	n := r.seq
-	if err := r.event(LabTranscriptRecord{Agent: kind, Dispatch: n,
-		TranscriptRecord: llm.TranscriptRecord{Event: LabEventDispatch, Detail: kind}, Task: a.Task}); err != nil {
+	if err := r.event(TranscriptRecord{Agent: kind, Dispatch: n,
+		TranscriptRecord: llm.TranscriptRecord{Event: EventDispatch, Detail: kind}, Task: a.Task}); err != nil {
 		return "", r.fail(err)
 	}
 	res, err := r.subagent(ctx, kind, n, a.Task)
@@ -482,8 +488,8 @@ func (r *labRun) dispatch(ctx context.Context, args json.RawMessage) (string, er
 	if !res.Submitted {
 		text += fmt.Sprintf("\n[the %s subagent stopped after %d model calls without submitting]", kind, res.Calls)
 	}
-	if err := r.event(LabTranscriptRecord{Agent: kind, Dispatch: n,
-		TranscriptRecord: llm.TranscriptRecord{Event: LabEventDispatchResult, Call: res.Calls, Detail: text}}); err != nil {
+	if err := r.event(TranscriptRecord{Agent: kind, Dispatch: n,
+		TranscriptRecord: llm.TranscriptRecord{Event: EventDispatchResult, Call: res.Calls, Detail: text}}); err != nil {
 		return "", r.fail(err)
 	}
 	return text, nil
@@ -525,17 +531,17 @@ func (r *labRun) subagent(ctx context.Context, kind string, n int, task string) 
 	specs = append(specs, SubmitTool(what))
 	calls := r.lab.SubagentMaxCalls
 	loop := r.loop(kind, n, role, r.caller+"/"+kind, specs, calls, clampMargin(r.lab.ConcludeMargin, calls))
-	loop.Inputs = r.inputs(task, false)
+	loop.Client = loop.Client.WithPlayer(r.player(task, false))
 	loop.Seed = r.in.Seed + int64(n)
-	system := LabSystemPrompt(subagentIdentity(kind, r.tools.workdir(), calls), r.in.ExecutorSkill, SkillIndex(r.tools.Skills), "")
+	system := SystemPrompt(subagentIdentity(kind, r.tools.workdir(), calls), r.in.ExecutorSkill, SkillIndex(r.tools.Skills), "")
 	return r.runLoop(ctx, loop, system, task)
 }
 
-// LabSystemPrompt layers a system prompt in a fixed order: the identity,
+// SystemPrompt layers a system prompt in a fixed order: the identity,
 // the executor skill, the task-skill index, then the Planner's plan. Empty
 // layers are left out. The task instruction is never part of it: it goes,
 // unmodified, in the user message.
-func LabSystemPrompt(identity, executorSkill, skillIndex, plan string) string {
+func SystemPrompt(identity, executorSkill, skillIndex, plan string) string {
 	var parts []string
 	add := func(header, body string) {
 		if strings.TrimSpace(body) == "" {
@@ -588,7 +594,7 @@ func subagentIdentity(kind, workdir string, calls int) string {
 // ---- transcript files ----
 
 func (r *labRun) openTranscript() error {
-	l, err := durable.OpenLog(filepath.Join(r.in.JobDir, LabTranscriptFile))
+	l, err := durable.OpenLog(filepath.Join(r.in.JobDir, TranscriptFile))
 	if err != nil {
 		return fmt.Errorf("open transcript: %w", err)
 	}
@@ -597,7 +603,7 @@ func (r *labRun) openTranscript() error {
 }
 
 // event appends a lab event to the transcript.
-func (r *labRun) event(rec LabTranscriptRecord) error {
+func (r *labRun) event(rec TranscriptRecord) error {
 	if r.transcript == nil {
 		return nil
 	}
@@ -607,9 +613,9 @@ func (r *labRun) event(rec LabTranscriptRecord) error {
 	return nil
 }
 
-func (r *labRun) appendBackup(rec LabBackupRecord) error {
+func (r *labRun) appendBackup(rec BackupRecord) error {
 	if r.backup == nil {
-		l, err := durable.OpenLog(filepath.Join(r.in.JobDir, LabBackupFile))
+		l, err := durable.OpenLog(filepath.Join(r.in.JobDir, BackupFile))
 		if err != nil {
 			return fmt.Errorf("open compaction backup: %w", err)
 		}
@@ -662,13 +668,13 @@ func (w *recordWriter) Write(p []byte) (int, error) {
 
 func (w *recordWriter) writeLine(line []byte) error {
 	if w.backup {
-		rec := LabBackupRecord{Agent: w.agent, Dispatch: w.dispatch}
+		rec := BackupRecord{Agent: w.agent, Dispatch: w.dispatch}
 		if err := json.Unmarshal(line, &rec.Message); err != nil {
 			return fmt.Errorf("compaction backup of %s: %w", w.agent, err)
 		}
 		return w.run.appendBackup(rec)
 	}
-	rec := LabTranscriptRecord{Agent: w.agent, Dispatch: w.dispatch}
+	rec := TranscriptRecord{Agent: w.agent, Dispatch: w.dispatch}
 	if err := json.Unmarshal(line, &rec.TranscriptRecord); err != nil {
 		return fmt.Errorf("transcript of %s: %w", w.agent, err)
 	}

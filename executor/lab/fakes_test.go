@@ -1,4 +1,4 @@
-package executor
+package lab
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/executor"
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/llm/llmtest"
 )
@@ -32,15 +33,15 @@ type labFakeSandbox struct {
 	pwd   string
 	noApp bool
 	// commands maps a bash command to its result; others exit 0 echoing it.
-	commands map[string]ExecResult
-	execs    []ExecRequest
+	commands map[string]executor.ExecResult
+	execs    []executor.ExecRequest
 }
 
 func newLabFakeSandbox(files map[string]string) *labFakeSandbox {
 	if files == nil {
 		files = map[string]string{}
 	}
-	return &labFakeSandbox{files: files, pwd: "/app", commands: map[string]ExecResult{}}
+	return &labFakeSandbox{files: files, pwd: "/app", commands: map[string]executor.ExecResult{}}
 }
 
 func (s *labFakeSandbox) ID() string { return "fake" }
@@ -65,28 +66,28 @@ func (s *labFakeSandbox) file(p string) (string, bool) {
 	return c, ok
 }
 
-func (s *labFakeSandbox) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+func (s *labFakeSandbox) Exec(ctx context.Context, req executor.ExecRequest) (executor.ExecResult, error) {
 	if err := ctx.Err(); err != nil {
-		return ExecResult{}, err
+		return executor.ExecResult{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.execs = append(s.execs, req)
 	if req.Timeout <= 0 {
-		return ExecResult{}, errors.New("exec without a timeout")
+		return executor.ExecResult{}, errors.New("exec without a timeout")
 	}
 	switch {
 	case len(req.Cmd) >= 4 && req.Cmd[3] == "harness-discover":
-		return ExecResult{Stdout: s.discover(req.Cmd[4:])}, nil
+		return executor.ExecResult{Stdout: s.discover(req.Cmd[4:])}, nil
 	case len(req.Cmd) == 5 && req.Cmd[3] == "harness-list":
 		return s.list(req.Cmd[4]), nil
 	case len(req.Cmd) == 3 && req.Cmd[0] == "bash" && req.Cmd[1] == "-lc":
 		if r, ok := s.commands[req.Cmd[2]]; ok {
 			return r, nil
 		}
-		return ExecResult{Stdout: "ran: " + req.Cmd[2] + "\n"}, nil
+		return executor.ExecResult{Stdout: "ran: " + req.Cmd[2] + "\n"}, nil
 	}
-	return ExecResult{}, fmt.Errorf("fake sandbox cannot run %q", req.Cmd)
+	return executor.ExecResult{}, fmt.Errorf("fake sandbox cannot run %q", req.Cmd)
 }
 
 func (s *labFakeSandbox) discover(dirs []string) string {
@@ -110,7 +111,7 @@ func (s *labFakeSandbox) discover(dirs []string) string {
 	return b.String()
 }
 
-func (s *labFakeSandbox) list(dir string) ExecResult {
+func (s *labFakeSandbox) list(dir string) executor.ExecResult {
 	seen := map[string]string{}
 	for p, c := range s.files {
 		rel, ok := strings.CutPrefix(p, strings.TrimSuffix(dir, "/")+"/")
@@ -130,14 +131,14 @@ func (s *labFakeSandbox) list(dir string) ExecResult {
 		}
 	}
 	if len(seen) == 0 {
-		return ExecResult{ExitCode: 2, Stderr: "no such file or directory: " + dir}
+		return executor.ExecResult{ExitCode: 2, Stderr: "no such file or directory: " + dir}
 	}
 	var lines []string
 	for _, l := range seen {
 		lines = append(lines, l)
 	}
 	sort.Strings(lines)
-	return ExecResult{Stdout: strings.Join(lines, "\n") + "\n"}
+	return executor.ExecResult{Stdout: strings.Join(lines, "\n") + "\n"}
 }
 
 func (s *labFakeSandbox) ReadFile(ctx context.Context, user, p string, max int) ([]byte, error) {
@@ -271,9 +272,9 @@ func labTestTask(instruction string) *benchmarks.Task {
 const labCaller = "executor/student-1"
 
 // labInput is an AgentInput over sb with a job directory.
-func labInput(t *testing.T, sb Sandbox, instruction string) AgentInput {
+func labInput(t *testing.T, sb executor.Sandbox, instruction string) executor.AgentInput {
 	t.Helper()
-	return AgentInput{
+	return executor.AgentInput{
 		Task:          labTestTask(instruction),
 		Sandbox:       sb,
 		Plan:          "1. Read the data.\n2. Write the answer.",
@@ -286,15 +287,15 @@ func labInput(t *testing.T, sb Sandbox, instruction string) AgentInput {
 }
 
 // readLabTranscript decodes agent/transcript.jsonl of a job directory.
-func readLabTranscript(t *testing.T, jobDir string) []LabTranscriptRecord {
+func readLabTranscript(t *testing.T, jobDir string) []TranscriptRecord {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(jobDir, LabTranscriptFile))
+	data, err := os.ReadFile(filepath.Join(jobDir, TranscriptFile))
 	if err != nil {
 		t.Fatalf("read transcript: %v", err)
 	}
-	var out []LabTranscriptRecord
+	var out []TranscriptRecord
 	for i, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
-		var rec LabTranscriptRecord
+		var rec TranscriptRecord
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatalf("transcript line %d is not JSON: %v\n%s", i+1, err, line)
 		}
@@ -303,10 +304,10 @@ func readLabTranscript(t *testing.T, jobDir string) []LabTranscriptRecord {
 	return out
 }
 
-func labSummaryOf(t *testing.T, recs []LabTranscriptRecord) LabStats {
+func labSummaryOf(t *testing.T, recs []TranscriptRecord) Stats {
 	t.Helper()
 	last := recs[len(recs)-1]
-	if last.Event != LabEventSummary || last.Stats == nil {
+	if last.Event != EventSummary || last.Stats == nil {
 		t.Fatalf("last transcript record is %+v, want the summary", last)
 	}
 	return *last.Stats

@@ -1,4 +1,4 @@
-package executor
+package lab
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mediated-coevo/harness/executor"
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/skills"
 )
@@ -64,7 +65,7 @@ type TaskSkill struct {
 // ContainerTools are the tools an Executor agent uses on its sandbox. Build
 // one per trial; it is not safe for concurrent use.
 type ContainerTools struct {
-	Sandbox Sandbox
+	Sandbox executor.Sandbox
 	// Workdir is where commands run and relative paths start.
 	Workdir string
 	// User runs commands and reads and writes files; empty means the
@@ -265,7 +266,7 @@ func (t *ContainerTools) runCommand(ctx context.Context, args json.RawMessage) (
 			note = fmt.Sprintf("[timeout_sec %g is above the maximum; %s was used]\n", *a.TimeoutSec, limit)
 		}
 	}
-	res, err := t.Sandbox.Exec(ctx, ExecRequest{
+	res, err := t.Sandbox.Exec(ctx, executor.ExecRequest{
 		Cmd:       []string{"bash", "-lc", a.Command},
 		Dir:       t.workdir(),
 		User:      t.User,
@@ -280,7 +281,7 @@ func (t *ContainerTools) runCommand(ctx context.Context, args json.RawMessage) (
 
 // FormatExecResult renders a command's outcome for the model: exit code,
 // both streams, and markers for a timeout or cut output.
-func FormatExecResult(res ExecResult, timeout time.Duration, outputCap int) string {
+func FormatExecResult(res executor.ExecResult, timeout time.Duration, outputCap int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "exit code: %d\n", res.ExitCode)
 	if res.TimedOut {
@@ -373,7 +374,7 @@ func (t *ContainerTools) listDir(ctx context.Context, args json.RawMessage) (str
 	if strings.TrimSpace(a.Path) != "" {
 		p = t.resolve(a.Path)
 	}
-	res, err := t.Sandbox.Exec(ctx, ExecRequest{
+	res, err := t.Sandbox.Exec(ctx, executor.ExecRequest{
 		Cmd:       []string{"sh", "-c", listScript, "harness-list", p},
 		User:      t.User,
 		Timeout:   toolHelperTimeout,
@@ -506,9 +507,9 @@ type Environment struct {
 // agentUser ("" for the image's default), so a skill the agent cannot read
 // is not offered to it. Only a failing sandbox is an error; unreadable
 // skills become warnings.
-func DiscoverEnvironment(ctx context.Context, sb Sandbox, taskWorkdir, agentUser string, skillDirs []string) (Environment, error) {
+func DiscoverEnvironment(ctx context.Context, sb executor.Sandbox, taskWorkdir, agentUser string, skillDirs []string) (Environment, error) {
 	env := Environment{Workdir: taskWorkdir}
-	res, err := sb.Exec(ctx, ExecRequest{
+	res, err := sb.Exec(ctx, executor.ExecRequest{
 		Cmd:       append([]string{"sh", "-c", discoverScript, "harness-discover"}, skillDirs...),
 		Timeout:   toolHelperTimeout,
 		OutputCap: 1 << 20,

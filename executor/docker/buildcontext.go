@@ -1,4 +1,4 @@
-package executor
+package docker
 
 import (
 	"errors"
@@ -10,26 +10,24 @@ import (
 
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
+
+	"github.com/mediated-coevo/harness/internal/tartree"
 )
 
-// walkFunc is called for each entry of a tree walk with the entry's
-// slash-separated path relative to the root.
-type walkFunc func(rel string, d fs.DirEntry, full string) error
-
-// walkBuildContext is walkTree over a task's build context, leaving out what
+// walkBuildContext is tartree.Walk over a task's build context, leaving out what
 // the context's .dockerignore excludes, as docker build does. The Dockerfile
 // and .dockerignore themselves are always part of the context. Both the
 // image tag (ContextHash) and the tar sent to the engine come from this walk,
 // so an edit to an ignored file neither reaches the image nor rebuilds it.
-func walkBuildContext(root string, fn walkFunc) error {
+func walkBuildContext(root string, fn tartree.WalkFunc) error {
 	pm, err := readDockerignore(root)
 	if err != nil {
 		return err
 	}
 	if pm == nil {
-		return walkTree(root, fn)
+		return tartree.Walk(root, fn)
 	}
-	return walkTree(root, func(rel string, d fs.DirEntry, full string) error {
+	return tartree.Walk(root, func(rel string, d fs.DirEntry, full string) error {
 		excluded, err := pm.MatchesOrParentMatches(rel)
 		if err != nil {
 			return fmt.Errorf("match %s against .dockerignore: %w", rel, err)

@@ -1,0 +1,58 @@
+package executor
+
+import (
+	"context"
+
+	"github.com/mediated-coevo/harness/benchmarks"
+)
+
+// Backend provides sandboxes. The Docker backend (executor/docker) is one;
+// another engine (a cluster runtime) can be added by implementing this
+// without touching the runner.
+type Backend interface {
+	// EnsureImage returns the image for the task's trials, building it if
+	// needed (built reports whether it did). Failures should be *EnvError.
+	EnsureImage(ctx context.Context, task *benchmarks.Task) (image string, built bool, err error)
+	// StartSandbox starts a fresh sandbox for one trial.
+	StartSandbox(ctx context.Context, spec ContainerSpec) (ClosableSandbox, error)
+}
+
+// ClosableSandbox is a started sandbox. Close releases it; it must be
+// idempotent and must work with an already cancelled context.
+type ClosableSandbox interface {
+	Sandbox
+	Close(ctx context.Context) error
+}
+
+// ContainerSpec says what to start for one trial.
+type ContainerSpec struct {
+	Image string
+	// Task supplies the resources, environment, workdir and network policy.
+	Task *benchmarks.Task
+	// RunID, Row, Iteration and TrialID label the container so GC and
+	// people can tell what it belongs to.
+	RunID     string
+	Row       string
+	Iteration int
+	TrialID   string
+}
+
+// EnvError is a failure of a trial's environment (image build, container
+// start), as opposed to something the agent did. Traces record it as
+// env_failure, never as a reward.
+type EnvError struct {
+	Op  string // what was being done, e.g. "build image for task hello"
+	Err error
+	// Log is the tail of the build output, when there was one.
+	Log string
+}
+
+func (e *EnvError) Error() string {
+	msg := e.Op + ": " + e.Err.Error()
+	if e.Log != "" {
+		msg += "\n--- build output (tail) ---\n" + e.Log
+	}
+	return msg
+}
+
+func (e *EnvError) Unwrap() error { return e.Err }
