@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -179,28 +180,64 @@ type taskOutcome struct {
 
 func (r *Run) iteration(ctx context.Context, it int) (iterationCounts, error) {
 	r.emit(Event{Kind: "iteration_start", Iteration: it})
-	notes, err := r.pickUpNotes(it)
+	in, err := r.iterationInput(it)
 	if err != nil {
 		return iterationCounts{}, err
 	}
+	done := gatherOutcomes(r.runTasks(ctx, it, in))
+	if ctx.Err() != nil {
+		return done.counts, ctx.Err()
+	}
+	if done.err != nil {
+		// A budget stop leaves the iteration unfinished, like an
+		// interruption: nothing of it is checkpointed, and a resume with a
+		// larger budget runs it again whole, so the dataset has no holes
+		// and its co-evolution step is not skipped.
+		return done.counts, done.err
+	}
+	if err := r.closeIteration(ctx, it, done); err != nil {
+		return done.counts, err
+	}
+	r.emit(Event{Kind: "iteration_done", Iteration: it})
+	return done.counts, nil
+}
+
+// iterationInput is what every task of an iteration starts from.
+type iterationInput struct {
+	notes     []string
+	hashes    map[conditions.Role]string
+	skillText map[string]string
+	// book is the feedback as it was when the iteration began: concurrent
+	// tasks never see each other's fresh results.
+	book feedbackBook
+}
+
+func (r *Run) iterationInput(it int) (iterationInput, error) {
+	notes, err := r.pickUpNotes(it)
+	if err != nil {
+		return iterationInput{}, err
+	}
 	hashes, err := r.store.Hashes()
 	if err != nil {
-		return iterationCounts{}, fmt.Errorf("read skills: %w", err)
+		return iterationInput{}, fmt.Errorf("read skills: %w", err)
 	}
 	skillText := map[string]string{}
-	for _, role := range []string{"executor", "planner", "mediator"} {
-		s, err := r.store.Read(conditions.Role(role))
+	for _, role := range conditions.SkillRoles() {
+		s, err := r.store.Read(role)
 		if err != nil {
-			return iterationCounts{}, fmt.Errorf("read %s skill: %w", role, err)
+			return iterationInput{}, fmt.Errorf("read %s skill: %w", role, err)
 		}
-		skillText[role] = string(s.Content)
+		skillText[string(role)] = string(s.Content)
 	}
-	// The feedback a task sees is what the book held when the iteration
-	// began: concurrent tasks never see each other's fresh results.
 	r.mu.Lock()
 	book := r.st.Feedback.clone()
 	r.mu.Unlock()
+	return iterationInput{notes: notes, hashes: hashes, skillText: skillText, book: book}, nil
+}
 
+// runTasks runs one trial per task, at most Concurrency at once, and
+// returns the outcomes in task order.
+func (r *Run) runTasks(ctx context.Context, it int, in iterationInput) []taskOutcome {
 	outcomes := make([]taskOutcome, len(r.Tasks))
 	sem := make(chan struct{}, max(1, r.Concurrency))
 	var wg sync.WaitGroup
@@ -215,90 +252,89 @@ func (r *Run) iteration(ctx context.Context, it int) (iterationCounts, error) {
 				return
 			}
 			defer func() { <-sem }()
-			outcomes[i] = r.runTask(ctx, it, i, task, &book, skillText, hashes, notes)
+			outcomes[i] = r.runTask(ctx, it, i, task, &in.book, in.skillText, in.hashes, in.notes)
 		}()
 	}
 	wg.Wait()
+	return outcomes
+}
 
-	var counts iterationCounts
-	var rows []rundir.MetricRow
-	var proposals []mediator.Proposal
-	var warnings []string
-	// A budget stop and any other error both keep the iteration from being
-	// checkpointed; another error wins, as it is what needs fixing.
-	var firstErr, otherErr error
+// iterationOutcome is what an iteration's tasks produced together.
+type iterationOutcome struct {
+	counts    iterationCounts
+	rows      []rundir.MetricRow
+	proposals []mediator.Proposal
+	warnings  []string
+	// err is the error that keeps the iteration from being checkpointed. A
+	// budget stop and any other error both do; another error wins, as it is
+	// what needs fixing.
+	err error
+}
+
+func gatherOutcomes(outcomes []taskOutcome) iterationOutcome {
+	var done iterationOutcome
+	var budgetErr, otherErr error
 	for _, o := range outcomes {
-		warnings = append(warnings, o.warnings...)
+		done.warnings = append(done.warnings, o.warnings...)
 		switch {
 		case o.err == nil:
 		case !errors.Is(o.err, llm.ErrBudgetExhausted):
 			if otherErr == nil {
 				otherErr = o.err
 			}
-		case firstErr == nil:
-			firstErr = o.err
+		case budgetErr == nil:
+			budgetErr = o.err
 		}
 		if o.row.TaskID == "" {
 			continue
 		}
-		counts.trials++
+		done.counts.trials++
 		if o.row.EnvFailure {
-			counts.envFailures++
+			done.counts.envFailures++
 		}
 		if o.row.Reward != nil {
-			counts.scored++
+			done.counts.scored++
 		}
-		rows = append(rows, o.row)
+		done.rows = append(done.rows, o.row)
 		if o.proposal != nil {
-			proposals = append(proposals, *o.proposal)
+			done.proposals = append(done.proposals, *o.proposal)
 		}
 	}
-	if ctx.Err() != nil {
-		return counts, ctx.Err()
-	}
-	if otherErr != nil {
-		return counts, otherErr
-	}
-	if firstErr != nil {
-		// A budget stop leaves the iteration unfinished, like an
-		// interruption: nothing of it is checkpointed, and a resume with a
-		// larger budget runs it again whole, so the dataset has no holes
-		// and its co-evolution step is not skipped.
-		return counts, firstErr
-	}
+	done.err = cmp.Or(otherErr, budgetErr)
+	return done
+}
 
-	// Co-evolution runs after the iteration's trials, in task order, so its
-	// decisions do not depend on which trial finished first.
-	r.bufferProposals(proposals)
+// closeIteration runs co-evolution after the iteration's trials, in task
+// order, so its decisions do not depend on which trial finished first; then
+// it writes the iteration's metric rows and checkpoints.
+func (r *Run) closeIteration(ctx context.Context, it int, done iterationOutcome) error {
+	r.bufferProposals(done.proposals)
 	coevoBefore := r.Ledger.ByCaller()
 	updates, err := r.evolve(ctx, it)
 	if err != nil {
 		if ctx.Err() != nil {
-			return counts, ctx.Err()
+			return ctx.Err()
 		}
-		return counts, err
+		return err
 	}
+	rows := done.rows
 	sort.Slice(rows, func(a, b int) bool { return rows[a].TaskID < rows[b].TaskID })
 	for i := range rows {
 		rows[i].SkillUpdates = updates
 	}
 	spreadCoevo(rows, coevoUsage(coevoBefore, r.Ledger.ByCaller()))
 	if err := rundir.WriteMetricsPart(r.Dir.MetricsDir(), it, rows); err != nil {
-		return counts, err
+		return err
 	}
 	r.mu.Lock()
 	for _, row := range rows {
 		r.st.Counts[row.Status]++
 	}
-	for _, w := range warnings {
+	for _, w := range done.warnings {
 		r.st.Warnings[w]++
 	}
 	r.mu.Unlock()
-	if err := r.checkpoint(it); err != nil {
-		return counts, err
-	}
-	r.emit(Event{Kind: "iteration_done", Iteration: it})
-	return counts, nil
+	return r.checkpoint(it)
 }
 
 // trialSeed derives a trial's seed from the run seed and the trial id, so
