@@ -19,6 +19,9 @@ type Client struct {
 	// Role is the model role (config.RolePlanner, ...); it is the ledger
 	// caller when a request names none.
 	Role string
+	// player answers the client's calls when its provider is offline (see
+	// WithPlayer).
+	player Player
 }
 
 // Complete refuses with an error wrapping ErrBudgetExhausted when the
@@ -30,6 +33,9 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 	}
 	if req.Caller == "" {
 		req.Caller = c.Role
+	}
+	if c.player != nil {
+		req.player = c.player
 	}
 	if c.Ledger != nil {
 		if err := c.Ledger.Check(); err != nil {

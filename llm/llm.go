@@ -76,6 +76,10 @@ type Request struct {
 	Inputs map[string]string `json:"inputs,omitempty"`
 	// Seed is the call's seed; providers that support seeds pass it on.
 	Seed int64 `json:"seed"`
+	// player is the client's offline player. It travels with the request so
+	// that a provider wrapping the offline one (a recorder, a fault
+	// injector) still reaches it; real providers ignore it.
+	player Player
 }
 
 // Usage is what one call consumed.

@@ -42,8 +42,7 @@ func ExecutorAdviceLines() []string {
 // behaviour and no request carries inputs meant only for this provider.
 // Offline answers exercise the machinery and are never evidence.
 type Offline struct {
-	seed   int64
-	player Player
+	seed int64
 }
 
 // A Player answers one call in place of a model, deterministically from the
@@ -54,19 +53,15 @@ type Player func(seed int64, req Request) (Message, error)
 // NewOffline returns an offline provider.
 func NewOffline(seed int64) *Offline { return &Offline{seed: seed} }
 
-// WithPlayer returns a copy of c whose offline provider answers through p. A
-// client backed by a real model is returned unchanged, so callers attach
+// WithPlayer returns a copy of c whose calls an offline provider answers
+// through p. A provider backed by a real model ignores p, so callers attach
 // their player on every call without asking which provider they have.
 func (c *Client) WithPlayer(p Player) *Client {
 	if c == nil {
 		return nil
 	}
-	o, ok := c.Provider.(*Offline)
-	if !ok {
-		return c
-	}
 	cp := *c
-	cp.Provider = &Offline{seed: o.seed, player: p}
+	cp.player = p
 	return &cp
 }
 
@@ -81,8 +76,8 @@ func (o *Offline) Complete(ctx context.Context, req Request) (Response, error) {
 	}
 	var msg Message
 	finish := "stop"
-	if o.player != nil {
-		m, err := o.player(o.seed, req)
+	if req.player != nil {
+		m, err := req.player(o.seed, req)
 		if err != nil {
 			return Response{}, fmt.Errorf("offline answer for %s: %w", req.Caller, err)
 		}
