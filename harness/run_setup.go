@@ -98,7 +98,7 @@ func (r *Run) open() error {
 
 	exp := r.Config.Experiment
 	seed := r.Spec.Seed
-	r.planner = &Planner{Client: r.Clients.Get(config.RolePlanner), Caller: "planner", Seed: seed, MaxContextChars: exp.PlannerContextMaxChars}
+	r.planner = &mediator.Planner{Client: r.Clients.Get(config.RolePlanner), Caller: "planner", Seed: seed, MaxContextChars: exp.PlannerContextMaxChars}
 	r.mediator = &mediator.Mediator{Client: r.Clients.Get(config.RoleMediator), Caller: "mediator", MaxChars: exp.ReportMaxChars, Seed: seed}
 	r.advisor = &mediator.Advisor{Client: r.Clients.Get(config.RoleAdvisor), Caller: "coevo/advisor", Seed: seed}
 	r.reflector = &mediator.Reflector{Client: r.Clients.Get(config.RoleReflector), Caller: "coevo/reflector",

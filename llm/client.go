@@ -16,7 +16,7 @@ type Client struct {
 	Provider Provider
 	// Ledger may be nil: calls are then neither checked nor charged.
 	Ledger *Ledger
-	// Role is the model role (config.RolePlanner, ...); it is the ledger
+	// Role is the model role (one of config.Roles()); it is the ledger
 	// caller when a request names none.
 	Role string
 	// player answers the client's calls when its provider is offline (see

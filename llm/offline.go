@@ -6,10 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"path"
 	"regexp"
-	"slices"
 	"strings"
 )
 
@@ -94,15 +92,7 @@ func (o *Offline) Complete(ctx context.Context, req Request) (Response, error) {
 			finish = "tool_calls"
 		}
 	} else {
-		v, err := o.structured(req)
-		if err != nil {
-			return Response{}, err
-		}
-		b, err := json.Marshal(v)
-		if err != nil {
-			return Response{}, fmt.Errorf("offline %s answer: %w", req.Kind, err)
-		}
-		msg = Message{Role: RoleAssistant, Content: string(b)}
+		return Response{}, fmt.Errorf("offline provider: no player answers calls of kind %q; attach one with Client.WithPlayer", req.Kind)
 	}
 	u := Usage{
 		InputTokens:  int64(EstimateTokens(req.Messages)),
@@ -113,247 +103,12 @@ func (o *Offline) Complete(ctx context.Context, req Request) (Response, error) {
 	return Response{Message: msg, Usage: u, FinishReason: finish, Model: "offline", Attempts: 1}, nil
 }
 
-func (o *Offline) structured(req Request) (any, error) {
-	in := req.Inputs
-	switch req.Kind {
-	case KindPlan:
-		return o.plan(req), nil
-	case KindReport:
-		return o.report(req), nil
-	case KindProposal:
-		return o.proposal(req), nil
-	case KindAdvice:
-		approve := hashOf(o.seed, "advice", in[InputBatchID])%3 != 0
-		if approve {
-			return AdviceAnswer{Approve: true, Feedback: "The batch makes concrete, general edits that do not contradict the skill; approved."}, nil
-		}
-		return AdviceAnswer{Approve: false, Feedback: "The batch is too close to what the skill already says to be worth a change; rejected."}, nil
-	case KindSkillDraft:
-		return DraftAnswer{Content: o.draft(req)}, nil
-	case KindReflection:
-		return o.reflection(req), nil
-	case KindCompaction, KindTraceSummary:
-		return SummaryAnswer{Summary: digest(o.sourceText(req))}, nil
-	case "":
-		return nil, fmt.Errorf("offline provider: request has no kind and no tools; set Request.Kind")
-	default:
-		return nil, fmt.Errorf("offline provider cannot answer calls of kind %q", req.Kind)
-	}
-}
-
 // OutputsFirstStep is the step the offline Planner puts first when the prior
 // context it was shown reports a missing output (a failed "exists" test, a
 // file not found); the offline agent follows it. Feedback thus changes
 // offline outcomes end to end (prior context, plan, behaviour, reward), so
 // the conditions of an offline matrix exercise that whole path.
 const OutputsFirstStep = "0. An earlier attempt left an output missing: create every output file the instruction names first, then fill it in."
-
-// missingOutput finds, in prior context, evidence that an output was missing.
-var missingOutput = regexp.MustCompile(`(?i)(\bexists\b|does not exist|no such file|not found)`)
-
-func (o *Offline) plan(req Request) PlanAnswer {
-	task := req.Inputs[InputTaskID]
-	if task == "" {
-		task = "this task"
-	}
-	goal := truncate(oneLine(firstLine(req.Inputs[InputInstruction])), 160)
-	var b strings.Builder
-	fmt.Fprintf(&b, "Plan for %s:\n", task)
-	if missingOutput.MatchString(req.Inputs["prior_context"]) {
-		b.WriteString(OutputsFirstStep + "\n")
-	}
-	if goal != "" {
-		fmt.Fprintf(&b, "1. Reread the goal: %s\n", goal)
-	} else {
-		b.WriteString("1. Reread the instruction and note every file it names.\n")
-	}
-	b.WriteString("2. List the working directory and read the input files the instruction mentions.\n")
-	b.WriteString("3. Do the work and write each output file at the exact path the instruction gives.\n")
-	b.WriteString("4. Check the outputs exist and look right, then submit.")
-	return PlanAnswer{Plan: b.String()}
-}
-
-func (o *Offline) report(req Request) ReportAnswer {
-	h := hashOf(o.seed, append([]string{"report"}, canonicalInputs(req.Inputs)...)...)
-	if h%4 == 0 {
-		return ReportAnswer{
-			Withheld:  true,
-			Reasoning: "The trace holds nothing the Planner could act on beyond what it already knows; withholding.",
-		}
-	}
-	summary := oneLine(req.Inputs[InputTraceSummary])
-	if summary == "" {
-		summary = "the trace gave no summary"
-	}
-	levels := []string{LevelTrace, LevelReflection, LevelPattern}
-	level := levels[(h/4)%3]
-	task := req.Inputs[InputTaskID]
-	if task == "" {
-		task = "the task"
-	}
-	content := fmt.Sprintf("On %s: %s. Next time, make sure every output the instruction names exists before submitting.",
-		task, truncate(summary, 400))
-	return ReportAnswer{
-		AbstractionLevel: level,
-		Content:          content,
-		Reasoning:        "Summarised the trace at the " + level + " level for the Planner.",
-	}
-}
-
-func (o *Offline) proposal(req Request) ProposalAnswer {
-	skill := req.Inputs[InputSkill]
-	var missing []string
-	for _, line := range ExecutorAdviceLines() {
-		if !strings.Contains(skill, line) {
-			missing = append(missing, line)
-		}
-	}
-	if len(missing) == 0 {
-		return ProposalAnswer{Reasoning: "Every piece of advice I would give is already in the skill."}
-	}
-	pick := missing[hashOf(o.seed, append([]string{"proposal"}, canonicalInputs(req.Inputs)...)...)%uint64(len(missing))]
-	return ProposalAnswer{
-		Propose:    true,
-		NewContent: pick,
-		Reasoning:  "The traces suggest the executor would score higher with this advice, which the skill lacks.",
-	}
-}
-
-func (o *Offline) draft(req Request) string {
-	skill := ensureFrontMatter(req.Inputs[InputSkill], req.Inputs)
-	var add []string
-	for _, line := range strings.Split(req.Inputs[InputProposals], "\n") {
-		line = strings.TrimRight(line, " \t\r")
-		if strings.TrimSpace(line) == "" || strings.Contains(skill, line) || slices.Contains(add, line) {
-			continue
-		}
-		add = append(add, line)
-	}
-	if len(add) == 0 {
-		return skill
-	}
-	return strings.TrimRight(skill, "\n") + "\n" + strings.Join(add, "\n") + "\n"
-}
-
-func (o *Offline) reflection(req Request) ReflectionAnswer {
-	pairs := strings.TrimSpace(req.Inputs[InputPairs])
-	if pairs == "" {
-		return ReflectionAnswer{NoChange: true, Reasoning: "No contrastive pairs to learn from."}
-	}
-	var lessons []string
-	n := 0
-	for _, line := range strings.Split(pairs, "\n") {
-		line = oneLine(line)
-		if line == "" {
-			continue
-		}
-		n++
-		if len(lessons) < 3 {
-			lessons = append(lessons, "- Compare with this contrast before acting: "+truncate(line, 160))
-		}
-	}
-	section := "## Lessons\n\n" + strings.Join(lessons, "\n") + "\n"
-	skill := ensureFrontMatter(req.Inputs[InputSkill], req.Inputs)
-	return ReflectionAnswer{
-		Content:   replaceSection(skill, "## Lessons", section),
-		Reasoning: fmt.Sprintf("Derived %d lessons from %d lines of contrastive pairs.", len(lessons), n),
-	}
-}
-
-// sourceText is what a summary call summarises: Inputs["text"], else every
-// non-system message.
-func (o *Offline) sourceText(req Request) string {
-	if t := req.Inputs[InputText]; t != "" {
-		return t
-	}
-	var parts []string
-	for _, m := range req.Messages {
-		if m.Role != RoleSystem && m.Content != "" {
-			parts = append(parts, m.Content)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
-// digest is a deterministic, bounded summary: the text itself when short,
-// else its beginning and end around a note of what was cut.
-func digest(text string) string {
-	t := oneLine(text)
-	if t == "" {
-		return "Nothing to summarise."
-	}
-	if len(t) <= 600 {
-		return t
-	}
-	head := t[:runeStart(t, 400)]
-	tail := t[runeStart(t, len(t)-150):]
-	return fmt.Sprintf("%s [... %d characters omitted ...] %s", head, len(t)-len(head)-len(tail), tail)
-}
-
-// ensureFrontMatter returns skill unchanged when it has front matter, else
-// with a minimal one, so a draft is always a SKILL.md.
-func ensureFrontMatter(skill string, in map[string]string) string {
-	if _, _, ok := splitFrontMatter(skill); ok && CheckSkillText(skill) == nil {
-		return skill
-	}
-	name := in[InputRole]
-	if name == "" {
-		name = "executor"
-	}
-	body := strings.TrimSpace(skill)
-	if body == "" {
-		body = "# " + name + "\n\nGuidance for the " + name + "."
-	}
-	return "---\nname: " + name + "\ndescription: Guidance for the " + name + ", kept by the harness.\n---\n\n" + body + "\n"
-}
-
-// replaceSection replaces the Markdown section that starts with heading (up
-// to the next heading of the same level) with section, or appends section.
-func replaceSection(doc, heading, section string) string {
-	lines := strings.Split(doc, "\n")
-	start := -1
-	for i, l := range lines {
-		if strings.TrimSpace(l) == heading {
-			start = i
-			break
-		}
-	}
-	if start < 0 {
-		return strings.TrimRight(doc, "\n") + "\n\n" + section
-	}
-	end := len(lines)
-	for i := start + 1; i < len(lines); i++ {
-		if strings.HasPrefix(lines[i], "## ") || strings.HasPrefix(lines[i], "# ") {
-			end = i
-			break
-		}
-	}
-	before := strings.TrimRight(strings.Join(lines[:start], "\n"), "\n")
-	after := strings.Join(lines[end:], "\n")
-	out := before + "\n\n" + section
-	if strings.TrimSpace(after) != "" {
-		out += "\n" + after
-	}
-	return out
-}
-
-func canonicalInputs(in map[string]string) []string {
-	keys := slices.Sorted(maps.Keys(in))
-	out := make([]string, 0, 2*len(keys))
-	for _, k := range keys {
-		out = append(out, k, in[k])
-	}
-	return out
-}
-
-func firstLine(s string) string {
-	for _, l := range strings.Split(s, "\n") {
-		if t := strings.TrimSpace(l); t != "" {
-			return strings.TrimLeft(t, "# ")
-		}
-	}
-	return ""
-}
 
 // ---- the offline agent ----
 
