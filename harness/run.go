@@ -73,7 +73,7 @@ type Run struct {
 	updates     *durable.Log
 	reflections *durable.Log
 	store       *skills.Store
-	planner     *Planner
+	planner     *mediator.Planner
 	mediator    *mediator.Mediator
 	advisor     *mediator.Advisor
 	reflector   *mediator.Reflector
@@ -366,7 +366,7 @@ func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task,
 	plan := ""
 	if r.AgentKind == "lab" {
 		pl := r.plannerFor("planner/" + trialID)
-		p, fellBack, err := pl.Plan(ctx, PlanInput{
+		p, fellBack, err := pl.Plan(ctx, mediator.PlanInput{
 			TaskID: task.ID, Iteration: it, Instruction: task.Instruction,
 			ExecutorSkill: skillText["executor"], PlannerSkill: skillText["planner"],
 			PriorContext: prior, PriorContextHeader: header, Notes: notes,
@@ -517,7 +517,7 @@ func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task,
 	// 5. An executor-skill proposal, when the policy and the feedback allow one.
 	if r.Spec.Policy.Executor && feedback != "" && r.AgentKind == "lab" {
 		pl := r.plannerFor("planner/" + trialID + "/proposal")
-		ans, fellBack, err := pl.Propose(ctx, ProposalInput{
+		ans, fellBack, err := pl.Propose(ctx, mediator.ProposalInput{
 			TaskID: task.ID, Iteration: it, Instruction: task.Instruction,
 			ExecutorSkill: skillText["executor"], PlannerSkill: skillText["planner"],
 			Feedback: feedback, FeedbackKind: string(r.Spec.Condition.ProposalFeedback()),
@@ -529,7 +529,7 @@ func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task,
 				out.row = r.finishRow(row, before)
 				return out
 			}
-			ans, fellBack = llm.ProposalAnswer{}, true
+			ans, fellBack = mediator.ProposalAnswer{}, true
 		}
 		if fellBack {
 			row.Fallbacks++
@@ -567,7 +567,7 @@ func (r *Run) fatal(ctx context.Context, err error) bool {
 }
 
 // plannerFor is the Planner charging its calls to caller.
-func (r *Run) plannerFor(caller string) *Planner {
+func (r *Run) plannerFor(caller string) *mediator.Planner {
 	p := *r.planner
 	p.Caller = caller
 	return &p
@@ -704,22 +704,9 @@ func (r *Run) summarise(ctx context.Context, taskID string, it int, d mediator.T
 	if len(text) <= summaryCompactAbove {
 		return text, false, nil
 	}
-	req := llm.Request{
-		Caller: fmt.Sprintf("compactor/i%04d-%s", it, taskID), Kind: llm.KindTraceSummary,
-		Messages: []llm.Message{
-			{Role: llm.RoleSystem, Content: "You compress execution traces of a coding agent into short, factual summaries for the agent's planner. Keep failures, their causes and what was tried; drop noise."},
-			{Role: llm.RoleUser, Content: "Summarise this trace in at most 12 lines:\n\n" + text},
-		},
-		Schema: llm.SummarySchema(), SchemaName: "trace_summary",
-		Inputs: map[string]string{"text": text, "task_id": taskID, "iteration": strconv.Itoa(it)},
-		Seed:   trialSeed(r.Spec.Seed, "summary/"+taskID+strconv.Itoa(it)),
-	}
-	fallback := llm.SummaryAnswer{Summary: capText(text, summaryCompactAbove)}
-	ans, fellBack, err := llm.Structured(ctx, r.Clients.Get(conditions.RoleCompactor), req, func(a llm.SummaryAnswer) error { return a.Validate() }, fallback)
-	if err != nil {
-		return "", false, err
-	}
-	return ans.Summary, fellBack, nil
+	c := mediator.Compactor{Client: r.Clients.Get(conditions.RoleCompactor), Caller: fmt.Sprintf("compactor/i%04d-%s", it, taskID)}
+	seed := trialSeed(r.Spec.Seed, "summary/"+taskID+strconv.Itoa(it))
+	return c.SummariseTrace(ctx, seed, text, capText(text, summaryCompactAbove))
 }
 
 func (r *Run) recentRejections() []string {

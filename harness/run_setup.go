@@ -92,7 +92,7 @@ func (r *Run) open() error {
 
 	exp := r.Config.Experiment
 	seed := r.Spec.Seed
-	r.planner = &Planner{Client: r.Clients.Get(conditions.RolePlanner), Caller: "planner", Seed: seed, MaxContextChars: exp.PlannerContextMaxChars}
+	r.planner = &mediator.Planner{Client: r.Clients.Get(conditions.RolePlanner), Caller: "planner", Seed: seed, MaxContextChars: exp.PlannerContextMaxChars}
 	r.mediator = &mediator.Mediator{Client: r.Clients.Get(conditions.RoleMediator), Caller: "mediator", MaxChars: exp.ReportMaxChars, Seed: seed}
 	r.advisor = &mediator.Advisor{Client: r.Clients.Get(conditions.RoleAdvisor), Caller: "coevo/advisor", Seed: seed}
 	r.reflector = &mediator.Reflector{Client: r.Clients.Get(conditions.RoleReflector), Caller: "coevo/reflector",

@@ -20,6 +20,7 @@ import (
 	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/llm/llmtest"
+	"github.com/mediated-coevo/harness/mediator"
 	"github.com/mediated-coevo/harness/skills"
 )
 
@@ -136,8 +137,8 @@ func (tr *testRun) execute(t *testing.T) Result {
 // planPrompt returns the plan prompt of a task at an iteration.
 func (tr *testRun) planPrompt(t *testing.T, task string, it int) string {
 	t.Helper()
-	for _, q := range tr.rec.ByKind(llm.KindPlan) {
-		if q.Inputs["task_id"] == task && q.Inputs["iteration"] == fmt.Sprint(it) {
+	for _, q := range tr.rec.ByKind(mediator.KindPlan) {
+		if q.Caller == fmt.Sprintf("planner/i%04d-%s", it, task) {
 			return promptText(q)
 		}
 	}
@@ -420,7 +421,7 @@ func (f failingProvider) Complete(ctx context.Context, req llm.Request) (llm.Res
 }
 
 func TestModelFailuresFailTheWorkNotTheRun(t *testing.T) {
-	for _, kind := range []llm.Kind{llm.KindPlan, llm.KindReport, llm.KindProposal, llm.KindAdvice, llm.KindSkillDraft, llm.KindReflection} {
+	for _, kind := range []llm.Kind{mediator.KindPlan, mediator.KindReport, mediator.KindProposal, mediator.KindAdvice, mediator.KindSkillDraft, mediator.KindReflection} {
 		t.Run(string(kind), func(t *testing.T) {
 			tr := newTestRun(t, conditions.LearnedMediator, conditions.PolicyAll, []string{"a", "b"}, 4, func(c *config.Config) {
 				c.Experiment.AdvisorBufferMax = 2
@@ -437,7 +438,7 @@ func TestModelFailuresFailTheWorkNotTheRun(t *testing.T) {
 			if err != nil || len(rows) != 8 {
 				t.Fatalf("%d metric rows (%v), want 8", len(rows), err)
 			}
-			if kind == llm.KindPlan {
+			if kind == mediator.KindPlan {
 				for _, r := range rows {
 					if r.Status != "agent_error" || r.Reward != nil {
 						t.Errorf("a trial without a plan is status %s reward %v; want agent_error and no reward", r.Status, r.Reward)

@@ -18,6 +18,7 @@ import (
 	"github.com/mediated-coevo/harness/executor"
 	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/llm"
+	"github.com/mediated-coevo/harness/mediator"
 )
 
 // scriptedFailure fails the calls fail picks and passes the rest on.
@@ -270,7 +271,7 @@ func TestBudgetStopRerunsTheIterationOnResume(t *testing.T) {
 	}{
 		{"the Advisor meets the budget", 3, func(tr *testRun) {
 			tr.failCalls(func(req llm.Request) error {
-				if req.Kind == llm.KindAdvice {
+				if req.Kind == mediator.KindAdvice {
 					return errSimulatedBudget
 				}
 				return nil
@@ -315,7 +316,7 @@ func TestBudgetStopRerunsTheIterationOnResume(t *testing.T) {
 			if !slices.Equal(cells, want) {
 				t.Errorf("metrics after the resume = %v, want every cell once and scored: %v", cells, want)
 			}
-			if n := len(again.rec.ByKind(llm.KindAdvice)); n != 1 {
+			if n := len(again.rec.ByKind(mediator.KindAdvice)); n != 1 {
 				t.Errorf("the resumed run asked the Advisor %d times, want once (the batch of iteration 3)", n)
 			}
 			if st := mustLoadState(t, tr.run.Dir.Path); st.Batches != 1 {
@@ -339,7 +340,7 @@ func TestPlannerFailureDropsPendingEntries(t *testing.T) {
 		t.Run(tt.status, func(t *testing.T) {
 			tr := newTestRun(t, conditions.LearnedMediator, conditions.PolicyNone, []string{"a", "b"}, 3, nil)
 			tr.failCalls(func(req llm.Request) error {
-				if req.Kind == llm.KindPlan && req.Inputs[llm.InputTaskID] == "a" && req.Inputs[llm.InputIteration] == "2" {
+				if req.Kind == mediator.KindPlan && req.Caller == "planner/i0002-a" {
 					return tt.err
 				}
 				return nil

@@ -16,9 +16,12 @@ type Client struct {
 	Provider Provider
 	// Ledger may be nil: calls are then neither checked nor charged.
 	Ledger *Ledger
-	// Role is the model role (conditions.RolePlanner, ...); it is the ledger
+	// Role is the model role (one of conditions.ModelRoles()); it is the ledger
 	// caller when a request names none.
 	Role string
+	// player answers the client's calls when its provider is offline (see
+	// WithPlayer).
+	player Player
 }
 
 // Complete refuses with an error wrapping ErrBudgetExhausted when the
@@ -30,6 +33,9 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 	}
 	if req.Caller == "" {
 		req.Caller = c.Role
+	}
+	if c.player != nil {
+		req.player = c.player
 	}
 	if c.Ledger != nil {
 		if err := c.Ledger.Check(); err != nil {

@@ -41,22 +41,13 @@ type Tool struct {
 	Parameters  map[string]any `json:"parameters"` // JSON Schema of the arguments
 }
 
-// Kind names what a call is for. Real providers ignore it; the offline
-// provider uses it to play the role and answer in the expected shape.
+// Kind labels what a call is for. It is the caller's label: this package
+// never interprets it beyond the tool loop's own KindAgentStep, and each
+// caller defines the kinds of the calls it makes.
 type Kind string
 
-// Call kinds.
-const (
-	KindAgentStep    Kind = "agent_step"    // a tool-calling agent turn (Executor, subagents)
-	KindPlan         Kind = "plan"          // Planner: plan for a trial
-	KindProposal     Kind = "proposal"      // Planner: executor-skill edit proposal
-	KindSkillDraft   Kind = "skill_draft"   // Planner: draft one update from Advisor feedback
-	KindReport       Kind = "report"        // Mediator: report or withhold
-	KindAdvice       Kind = "advice"        // Advisor: approve or reject a batch
-	KindReflection   Kind = "reflection"    // Reflector: rewrite a meta-skill
-	KindCompaction   Kind = "compaction"    // Compactor: summarise long text
-	KindTraceSummary Kind = "trace_summary" // Compactor: summarise a trace
-)
+// KindAgentStep labels a tool-calling agent turn, the tool loop's default.
+const KindAgentStep Kind = "agent_step"
 
 // Request is one model call.
 type Request struct {
@@ -70,12 +61,12 @@ type Request struct {
 	// Schema, when set, asks for a JSON object matching it (structured output).
 	Schema     map[string]any `json:"schema,omitempty"`
 	SchemaName string         `json:"schema_name,omitempty"`
-	// Inputs carries the structured inputs the prompt was rendered from
-	// (e.g. "skill", "instruction", "task_id"). Real providers ignore them;
-	// the offline provider derives its deterministic answers from them.
-	Inputs map[string]string `json:"inputs,omitempty"`
 	// Seed is the call's seed; providers that support seeds pass it on.
 	Seed int64 `json:"seed"`
+	// player is the client's offline player. It travels with the request so
+	// that a provider wrapping the offline one (a recorder, a fault
+	// injector) still reaches it; real providers ignore it.
+	player Player
 }
 
 // Usage is what one call consumed.

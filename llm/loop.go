@@ -45,9 +45,8 @@ type Loop struct {
 	// MaxOutputTokens is the longest answer the model may give (its
 	// max_tokens), kept free in the window; zero keeps a fifth of it.
 	MaxOutputTokens int
-	// Inputs and Seed are passed on every request (see Request).
-	Inputs map[string]string
-	Seed   int64
+	// Seed is passed on every request (see Request).
+	Seed int64
 	// Transcript, when set, receives one TranscriptRecord per JSON line.
 	Transcript io.Writer
 	// Backup, when set, receives every message compaction drops, one per JSON line.
@@ -254,7 +253,6 @@ func (r *loopRun) run(ctx context.Context, system, user string) (LoopResult, err
 			Kind:     r.kind,
 			Messages: slices.Clone(r.msgs),
 			Tools:    r.offered,
-			Inputs:   r.Inputs,
 			Seed:     r.Seed,
 		}
 		if forced {

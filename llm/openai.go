@@ -298,7 +298,7 @@ func errorMessage(err error, body []byte) string {
 			return wire.Message
 		}
 	}
-	return truncate(strings.TrimSpace(string(body)), 500)
+	return Truncate(strings.TrimSpace(string(body)), 500)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -186,12 +186,14 @@ func TestOpenAINoKeySendsNoAuthorization(t *testing.T) {
 
 func TestOpenAIStructuredOutputRequest(t *testing.T) {
 	srv := llmtest.NewServer(t)
-	srv.Push(llmtest.JSON(llm.PlanAnswer{Plan: "1. do it"}))
+	srv.Push(llmtest.Text(`{"plan":"1. do it"}`))
 	p := newOpenAI(t, testModel(srv.URL()), nil)
 	_, err := p.Complete(context.Background(), llm.Request{
 		Messages: []llm.Message{{Role: llm.RoleUser, Content: "plan"}},
-		Schema:   llm.PlanSchema(), SchemaName: llm.SchemaPlan,
-		Seed: 77,
+		Schema: map[string]any{"type": "object", "properties": map[string]any{"plan": map[string]any{"type": "string"}},
+			"required": []string{"plan"}, "additionalProperties": false},
+		SchemaName: "plan",
+		Seed:       77,
 	})
 	if err != nil {
 		t.Fatal(err)

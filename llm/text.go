@@ -7,9 +7,9 @@ import (
 	"unicode/utf8"
 )
 
-// truncate cuts s to at most n bytes without splitting a UTF-8 character,
+// Truncate cuts s to at most n bytes without splitting a UTF-8 character,
 // marking the cut with "...".
-func truncate(s string, n int) string {
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
@@ -49,9 +49,10 @@ func EstimateTokens(msgs []Message) int {
 	return total
 }
 
-// hashOf is a deterministic 64-bit hash of a seed and strings; each part
-// is length-prefixed so ("ab","c") and ("a","bc") differ.
-func hashOf(seed int64, parts ...string) uint64 {
+// OfflineHash is a deterministic 64-bit hash of a seed and strings, for
+// players that vary their answers by seed and input. Each part is
+// length-prefixed so ("ab","c") and ("a","bc") differ.
+func OfflineHash(seed int64, parts ...string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(strconv.FormatInt(seed, 10)))
 	for _, p := range parts {

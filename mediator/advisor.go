@@ -2,6 +2,7 @@ package mediator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -68,31 +69,20 @@ func (a *Advisor) Review(ctx context.Context, batchID, currentSkill string, batc
 	}
 	p.Section("Your answer", "Approve or reject the whole batch, and say why in feedback. On approval, say which "+
 		"edits the update should keep and how to phrase them; on rejection, what was wrong.")
-
-	news := make([]string, 0, len(batch))
-	for _, pr := range batch {
-		news = append(news, strings.TrimSpace(prompt.Cap(pr.NewContent, maxProposalChars)))
-	}
-	req := llm.Request{
-		Caller: a.Caller,
-		Kind:   llm.KindAdvice,
-		Messages: []llm.Message{
-			{Role: llm.RoleSystem, Content: advisorHeader},
-			{Role: llm.RoleUser, Content: p.String()},
-		},
-		Schema:     llm.AdviceSchema(),
-		SchemaName: llm.SchemaAdvice,
-		Inputs: map[string]string{
-			llm.InputBatchID:   batchID,
-			llm.InputSkill:     skill,
-			llm.InputProposals: strings.Join(news, "\n"),
-		},
-		Seed: prompt.Seed(a.Seed, string(llm.KindAdvice), batchID),
-	}
-	fallback := llm.AdviceAnswer{Approve: false, Feedback: FeedbackInvalidOutput}
-	ans, fellBack, err := llm.Structured(ctx, a.Client, req, nil, fallback)
+	ans, fellBack, err := ask(ctx, a.Client, call[AdviceAnswer]{
+		What:       "advisor review of batch " + batchID,
+		Kind:       KindAdvice,
+		Caller:     a.Caller,
+		Seed:       prompt.Seed(a.Seed, string(KindAdvice), batchID),
+		System:     advisorHeader,
+		User:       p.String(),
+		Schema:     adviceSchema(),
+		SchemaName: schemaAdvice,
+		Fallback:   AdviceAnswer{Approve: false, Feedback: FeedbackInvalidOutput},
+		Offline:    func(seed int64) AdviceAnswer { return offlineAdvice(seed, batchID) },
+	})
 	if err != nil {
-		return Advice{}, fmt.Errorf("advisor review of batch %s: %w", batchID, err)
+		return Advice{}, err
 	}
 	return Advice{Approve: ans.Approve, Feedback: strings.TrimSpace(ans.Feedback), FellBack: fellBack}, nil
 }
@@ -117,4 +107,38 @@ func (pr Proposal) EditText(max int) string {
 	fmt.Fprintf(&b, "new content:\n%s\n", prompt.Fence(prompt.Cap(pr.NewContent, max)))
 	fmt.Fprintf(&b, "reasoning: %s", prompt.Cap(prompt.OneLine(pr.Reasoning), max))
 	return b.String()
+}
+
+// KindAdvice is the kind of the Advisor's call: approve or reject a batch.
+const KindAdvice llm.Kind = "advice"
+
+const schemaAdvice = "advice"
+
+// AdviceAnswer is the Advisor's verdict on a batch of proposals.
+type AdviceAnswer struct {
+	Approve  bool   `json:"approve"`
+	Feedback string `json:"feedback"`
+}
+
+func adviceSchema() map[string]any {
+	return objectSchema(map[string]any{
+		"approve":  boolean(),
+		"feedback": str("what is good or wrong with the batch"),
+	})
+}
+
+// Validate checks the verdict carries feedback.
+func (a AdviceAnswer) Validate() error {
+	if strings.TrimSpace(a.Feedback) == "" {
+		return errors.New("advice has no feedback")
+	}
+	return nil
+}
+
+// offlineAdvice approves about two batches in three, by a hash of the batch id.
+func offlineAdvice(seed int64, batchID string) AdviceAnswer {
+	if llm.OfflineHash(seed, "advice", batchID)%3 != 0 {
+		return AdviceAnswer{Approve: true, Feedback: "The batch makes concrete, general edits that do not contradict the skill; approved."}
+	}
+	return AdviceAnswer{Approve: false, Feedback: "The batch is too close to what the skill already says to be worth a change; rejected."}
 }

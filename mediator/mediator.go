@@ -1,19 +1,24 @@
-// Package mediator holds the lab's model-backed roles that sit between
-// trials and skills: the Mediator, which turns one execution trace into a
-// report for the Planner (or withholds it); the Advisor, which reviews a
-// batch of executor-skill proposals; and the Reflector, which rewrites a
-// meta-skill from contrastive pairs of history entries.
+// Package mediator is the home of the lab's model-backed roles around the
+// Executor: the Planner, which plans each trial, proposes executor-skill
+// edits and drafts an update from an approved batch; the Mediator, which
+// turns one execution trace into a report for the Planner (or withholds it);
+// the Advisor, which reviews a batch of executor-skill proposals; the
+// Reflector, which rewrites a meta-skill from contrastive pairs of history
+// entries; and the Compactor's summary of a long trace.
 //
 // Each role sees only what it is meant to: the Mediator its trace and its
 // own protocol, the Advisor the executor skill and the batch, the Reflector
-// the meta-skill it rewrites and the pairs. Structured answers are validated;
-// a malformed answer is retried once and then replaced by a documented
-// fallback, which is reported so callers can count it. Budget errors are
-// never fallen back on: they are returned.
+// the meta-skill it rewrites and the pairs. Each role owns its answer type,
+// the kind of its calls and its offline answers, which it derives from the
+// same inputs as its prompt. Every call goes through one helper: answers
+// are validated, a malformed answer is retried once and then replaced by a
+// documented fallback, which is reported so callers can count it. Budget
+// errors are never fallen back on: they are returned.
 package mediator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -56,7 +61,7 @@ type Report struct {
 	Withheld bool
 	// Reason is the Mediator's reasoning: why this report, or why it was withheld.
 	Reason string
-	// AbstractionLevel is llm.LevelTrace, LevelReflection or LevelPattern
+	// AbstractionLevel is LevelTrace, LevelReflection or LevelPattern
 	// (possibly empty on a withheld report).
 	AbstractionLevel string
 	// FellBack is set when the model's output was unusable twice and the
@@ -95,27 +100,20 @@ func (m *Mediator) Report(ctx context.Context, protocol string, d TraceDigest) (
 		"abstraction that carries the lesson. If not, set withheld to true and give the reason in reasoning.")
 
 	iter := strconv.Itoa(d.Iteration)
-	req := llm.Request{
-		Caller: m.Caller,
-		Kind:   llm.KindReport,
-		Messages: []llm.Message{
-			{Role: llm.RoleSystem, Content: prompt.System(mediatorHeader, protocol)},
-			{Role: llm.RoleUser, Content: p.String()},
-		},
-		Schema:     llm.ReportSchema(),
-		SchemaName: llm.SchemaReport,
-		Inputs: map[string]string{
-			llm.InputSkill:        protocol,
-			llm.InputTaskID:       d.TaskID,
-			llm.InputIteration:    iter,
-			llm.InputTraceSummary: trace,
-		},
-		Seed: prompt.Seed(m.Seed, string(llm.KindReport), d.TaskID, iter),
-	}
-	fallback := llm.ReportAnswer{Withheld: true, Reasoning: ReasonInvalidOutput}
-	ans, fellBack, err := llm.Structured(ctx, m.Client, req, nil, fallback)
+	ans, fellBack, err := ask(ctx, m.Client, call[ReportAnswer]{
+		What:       fmt.Sprintf("mediator report on task %s iteration %d", d.TaskID, d.Iteration),
+		Kind:       KindReport,
+		Caller:     m.Caller,
+		Seed:       prompt.Seed(m.Seed, string(KindReport), d.TaskID, iter),
+		System:     prompt.System(mediatorHeader, protocol),
+		User:       p.String(),
+		Schema:     reportSchema(),
+		SchemaName: schemaReport,
+		Fallback:   ReportAnswer{Withheld: true, Reasoning: ReasonInvalidOutput},
+		Offline:    func(seed int64) ReportAnswer { return offlineReport(seed, protocol, d.TaskID, iter, trace) },
+	})
 	if err != nil {
-		return Report{}, fmt.Errorf("mediator report on task %s iteration %d: %w", d.TaskID, d.Iteration, err)
+		return Report{}, err
 	}
 	rep := Report{
 		Withheld:         ans.Withheld,
@@ -128,8 +126,8 @@ func (m *Mediator) Report(ctx context.Context, protocol string, d TraceDigest) (
 	return rep, nil
 }
 
-// renderTrace is the trace part of the Mediator's prompt, also given to the
-// provider as Inputs["trace_summary"].
+// renderTrace is the trace part of the Mediator's prompt, also what the
+// offline Mediator reports on.
 func renderTrace(d TraceDigest) string {
 	var p prompt.Builder
 	p.Line("# Trace of task %s, iteration %d", d.TaskID, d.Iteration)
@@ -153,4 +151,89 @@ func renderTrace(d TraceDigest) string {
 	p.Section("Verifier output (excerpt)", prompt.Cap(d.VerifierExcerpt, maxExcerptChars))
 	p.Section("Executor output (excerpt)", prompt.Cap(d.AgentExcerpt, maxExcerptChars))
 	return p.String()
+}
+
+// KindReport is the kind of the Mediator's call: report or withhold.
+const KindReport llm.Kind = "report"
+
+// Report abstraction levels.
+const (
+	LevelTrace      = "trace"
+	LevelReflection = "reflection"
+	LevelPattern    = "pattern"
+)
+
+const schemaReport = "report"
+
+// ReportAnswer is the Mediator's report on one trace, or its decision to
+// withhold one.
+type ReportAnswer struct {
+	// AbstractionLevel is LevelTrace, LevelReflection or LevelPattern.
+	AbstractionLevel string `json:"abstraction_level"`
+	Content          string `json:"content"`
+	Withheld         bool   `json:"withheld"`
+	Reasoning        string `json:"reasoning"`
+}
+
+func reportSchema() map[string]any {
+	return objectSchema(map[string]any{
+		// "" is only for a withheld report, which has no level.
+		"abstraction_level": map[string]any{"type": "string", "enum": []string{LevelTrace, LevelReflection, LevelPattern, ""}},
+		"content":           str("the report for the Planner; empty when withheld"),
+		"withheld":          boolean(),
+		"reasoning":         str("why this report, or why it is withheld"),
+	})
+}
+
+// Validate checks a report has a known level and content, and a withheld
+// one a reason.
+func (a ReportAnswer) Validate() error {
+	if a.Withheld {
+		if strings.TrimSpace(a.Reasoning) == "" {
+			return errors.New("withheld report gives no reasoning")
+		}
+		if a.AbstractionLevel != "" && !validLevel(a.AbstractionLevel) {
+			return fmt.Errorf("abstraction_level %q is not one of trace, reflection, pattern", a.AbstractionLevel)
+		}
+		return nil
+	}
+	if !validLevel(a.AbstractionLevel) {
+		return fmt.Errorf("abstraction_level %q is not one of trace, reflection, pattern", a.AbstractionLevel)
+	}
+	if strings.TrimSpace(a.Content) == "" {
+		return errors.New("report content is empty (set withheld to withhold it)")
+	}
+	return nil
+}
+
+func validLevel(l string) bool { return l == LevelTrace || l == LevelReflection || l == LevelPattern }
+
+// offlineReport withholds about one report in four and otherwise reports
+// at a level picked by a hash of everything the Mediator was shown.
+func offlineReport(seed int64, protocol, taskID, iteration, trace string) ReportAnswer {
+	// Named parts in key order, as offline answers have always been hashed.
+	h := llm.OfflineHash(seed, "report", "iteration", iteration, "skill", protocol, "task_id", taskID, "trace_summary", trace)
+	if h%4 == 0 {
+		return ReportAnswer{
+			Withheld:  true,
+			Reasoning: "The trace holds nothing the Planner could act on beyond what it already knows; withholding.",
+		}
+	}
+	summary := prompt.OneLine(trace)
+	if summary == "" {
+		summary = "the trace gave no summary"
+	}
+	levels := []string{LevelTrace, LevelReflection, LevelPattern}
+	level := levels[(h/4)%3]
+	task := taskID
+	if task == "" {
+		task = "the task"
+	}
+	content := fmt.Sprintf("On %s: %s. Next time, make sure every output the instruction names exists before submitting.",
+		task, llm.Truncate(summary, 400))
+	return ReportAnswer{
+		AbstractionLevel: level,
+		Content:          content,
+		Reasoning:        "Summarised the trace at the " + level + " level for the Planner.",
+	}
 }

@@ -10,5 +10,5 @@ const (
 	maxSkillChars    = 40000 // a SKILL.md shown for review or rewriting (skills cap at 32 KiB)
 	maxProposalChars = 2000  // one side (old or new) of a proposal, its reasoning
 	maxEntryChars    = 3000  // one history entry in a contrastive pair
-	maxPairLineChars = 400   // one pair in the one-line form given as Inputs
+	maxPairLineChars = 400   // one pair in the one-line form the offline Reflector reads
 )

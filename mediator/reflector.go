@@ -94,37 +94,34 @@ func (r *Reflector) Reflect(ctx context.Context, role, currentSkill string, pair
 		p.Section(pairTitle(i, len(pairs), pr), renderPair(pr))
 		lines = append(lines, pairLine(pr))
 	}
+	pairText := strings.Join(lines, "\n")
 	p.Section("Your answer", "Either no_change with your reasoning, or the complete rewritten SKILL.md in content.")
 
 	currentName := ""
 	if s, err := skills.Parse([]byte(currentSkill)); err == nil {
 		currentName = s.Name
 	}
-	validate := func(a llm.ReflectionAnswer) error {
+	validate := func(a ReflectionAnswer) error {
 		if a.NoChange {
 			return nil
 		}
 		return checkRewrite(prompt.CleanSkill(a.Content), currentName)
 	}
-	req := llm.Request{
-		Caller: r.Caller,
-		Kind:   llm.KindReflection,
-		Messages: []llm.Message{
-			{Role: llm.RoleSystem, Content: fmt.Sprintf(reflectorHeader, role, duty, role, role)},
-			{Role: llm.RoleUser, Content: p.String()},
-		},
-		Schema:     llm.ReflectionSchema(),
-		SchemaName: llm.SchemaReflection,
-		Inputs: map[string]string{
-			llm.InputSkill: skill,
-			llm.InputPairs: strings.Join(lines, "\n"),
-			"role":         role,
-		},
-		Seed: prompt.Seed(r.Seed, string(llm.KindReflection), role, pairIDs(pairs)),
-	}
-	ans, fellBack, err := llm.Structured(ctx, r.Client, req, validate, llm.ReflectionAnswer{NoChange: true})
+	ans, fellBack, err := ask(ctx, r.Client, call[ReflectionAnswer]{
+		What:       fmt.Sprintf("reflect on the %s skill", role),
+		Kind:       KindReflection,
+		Caller:     r.Caller,
+		Seed:       prompt.Seed(r.Seed, string(KindReflection), role, pairIDs(pairs)),
+		System:     fmt.Sprintf(reflectorHeader, role, duty, role, role),
+		User:       p.String(),
+		Schema:     reflectionSchema(),
+		SchemaName: schemaReflection,
+		Validate:   validate,
+		Fallback:   ReflectionAnswer{NoChange: true},
+		Offline:    func(int64) ReflectionAnswer { return offlineReflection(role, skill, pairText) },
+	})
 	if err != nil {
-		return Reflection{}, fmt.Errorf("reflect on the %s skill: %w", role, err)
+		return Reflection{}, err
 	}
 	out := Reflection{Reasoning: strings.TrimSpace(ans.Reasoning)}
 	switch {
@@ -179,7 +176,7 @@ func renderPair(pr Pair) string {
 	return side("Worse", pr.Worse) + "\n\n" + side("Better", pr.Better)
 }
 
-// pairLine is a pair on one line, the form given to the provider as Inputs.
+// pairLine is a pair on one line, the form the offline Reflector learns from.
 func pairLine(pr Pair) string {
 	return fmt.Sprintf("task %s: worse (reward %.3f): %s | better (reward %.3f): %s",
 		pr.Better.TaskID, pr.Worse.Reward, prompt.CapLine(pr.Worse.Content, maxPairLineChars/2),
@@ -192,4 +189,58 @@ func pairIDs(pairs []Pair) string {
 		ids = append(ids, p.Better.ID, p.Worse.ID)
 	}
 	return strings.Join(ids, ",")
+}
+
+// KindReflection is the kind of the Reflector's call: rewrite a meta-skill.
+const KindReflection llm.Kind = "reflection"
+
+const schemaReflection = "reflection"
+
+// ReflectionAnswer is the Reflector's rewrite of a meta-skill.
+type ReflectionAnswer struct {
+	NoChange  bool   `json:"no_change"`
+	Content   string `json:"content"`
+	Reasoning string `json:"reasoning"`
+}
+
+func reflectionSchema() map[string]any {
+	return objectSchema(map[string]any{
+		"no_change": boolean(),
+		"content":   str("the complete rewritten SKILL.md; empty when no_change"),
+		"reasoning": str("what the pairs taught"),
+	})
+}
+
+// Validate checks a change carries a full SKILL.md.
+func (a ReflectionAnswer) Validate() error {
+	if a.NoChange {
+		return nil
+	}
+	return checkSkillText(a.Content)
+}
+
+// offlineReflection replaces the skill's Lessons section with up to three
+// of the pairs (pairLine form, one per line).
+func offlineReflection(role, skill, pairs string) ReflectionAnswer {
+	pairs = strings.TrimSpace(pairs)
+	if pairs == "" {
+		return ReflectionAnswer{NoChange: true, Reasoning: "No contrastive pairs to learn from."}
+	}
+	var lessons []string
+	n := 0
+	for _, line := range strings.Split(pairs, "\n") {
+		line = prompt.OneLine(line)
+		if line == "" {
+			continue
+		}
+		n++
+		if len(lessons) < 3 {
+			lessons = append(lessons, "- Compare with this contrast before acting: "+llm.Truncate(line, 160))
+		}
+	}
+	section := "## Lessons\n\n" + strings.Join(lessons, "\n") + "\n"
+	return ReflectionAnswer{
+		Content:   replaceSection(ensureFrontMatter(skill, role), "## Lessons", section),
+		Reasoning: fmt.Sprintf("Derived %d lessons from %d lines of contrastive pairs.", len(lessons), n),
+	}
 }

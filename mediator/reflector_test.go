@@ -84,29 +84,29 @@ func TestReflect(t *testing.T) {
 		{name: "no pairs makes no call", pairs: []Pair{}, outcome: OutcomeNoPairs, calls: 0},
 		{name: "no change", replies: []string{`{"no_change":true,"content":"","reasoning":"nothing new"}`},
 			outcome: OutcomeNoChange, calls: 1},
-		{name: "updated", replies: []string{llmtest.JSONText(llm.ReflectionAnswer{Content: rewrite, Reasoning: "outputs first"})},
+		{name: "updated", replies: []string{llmtest.JSONText(ReflectionAnswer{Content: rewrite, Reasoning: "outputs first"})},
 			minChanged: 5, outcome: OutcomeUpdated, changed: true, calls: 1},
-		{name: "a fenced rewrite is unwrapped", replies: []string{llmtest.JSONText(llm.ReflectionAnswer{Content: fenced, Reasoning: "r"})},
+		{name: "a fenced rewrite is unwrapped", replies: []string{llmtest.JSONText(ReflectionAnswer{Content: fenced, Reasoning: "r"})},
 			minChanged: 5, outcome: OutcomeUpdated, changed: true, calls: 1},
-		{name: "too similar", replies: []string{llmtest.JSONText(llm.ReflectionAnswer{Content: rewrite, Reasoning: "small"})},
+		{name: "too similar", replies: []string{llmtest.JSONText(ReflectionAnswer{Content: rewrite, Reasoning: "small"})},
 			minChanged: 100, outcome: OutcomeTooSimilar, calls: 1},
-		{name: "a two-word tweak is too similar", replies: []string{llmtest.JSONText(llm.ReflectionAnswer{
+		{name: "a two-word tweak is too similar", replies: []string{llmtest.JSONText(ReflectionAnswer{
 			Content: strings.Replace(currentPlanner, "Say how to verify the result.", "Say how to check the result.", 1), Reasoning: "tweak"})},
 			minChanged: 5, outcome: OutcomeTooSimilar, calls: 1},
 		{name: "identical up to whitespace is too similar even without a threshold",
-			replies: []string{llmtest.JSONText(llm.ReflectionAnswer{Content: strings.ReplaceAll(currentPlanner, "\n\n", "\n\n\n"), Reasoning: "same"})},
+			replies: []string{llmtest.JSONText(ReflectionAnswer{Content: strings.ReplaceAll(currentPlanner, "\n\n", "\n\n\n"), Reasoning: "same"})},
 			outcome: OutcomeTooSimilar, calls: 1},
 		{name: "invalid twice", replies: []string{
-			llmtest.JSONText(llm.ReflectionAnswer{Content: "# Planner\n\nno front matter\n", Reasoning: "r"}),
-			llmtest.JSONText(llm.ReflectionAnswer{Content: "---\nname: planner\n---\n\nbody without description\n", Reasoning: "r"})},
+			llmtest.JSONText(ReflectionAnswer{Content: "# Planner\n\nno front matter\n", Reasoning: "r"}),
+			llmtest.JSONText(ReflectionAnswer{Content: "---\nname: planner\n---\n\nbody without description\n", Reasoning: "r"})},
 			minChanged: 5, outcome: OutcomeInvalid, fellBack: true, calls: 2},
 		{name: "a renamed skill is invalid", replies: []string{
-			llmtest.JSONText(llm.ReflectionAnswer{Content: strings.Replace(rewrite, "name: planner", "name: other", 1), Reasoning: "r"}),
+			llmtest.JSONText(ReflectionAnswer{Content: strings.Replace(rewrite, "name: planner", "name: other", 1), Reasoning: "r"}),
 			`not json`},
 			minChanged: 5, outcome: OutcomeInvalid, fellBack: true, calls: 2},
 		{name: "invalid once is retried", replies: []string{
-			llmtest.JSONText(llm.ReflectionAnswer{Content: "no front matter", Reasoning: "r"}),
-			llmtest.JSONText(llm.ReflectionAnswer{Content: rewrite, Reasoning: "r"})},
+			llmtest.JSONText(ReflectionAnswer{Content: "no front matter", Reasoning: "r"}),
+			llmtest.JSONText(ReflectionAnswer{Content: rewrite, Reasoning: "r"})},
 			minChanged: 5, outcome: OutcomeUpdated, changed: true, calls: 2},
 		{name: "budget error propagates", spent: true, wantErr: llm.ErrBudgetExhausted},
 		{name: "unknown role", role: "executor", errText: "only the planner and mediator"},
@@ -153,7 +153,7 @@ func TestReflectPrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := fake.Requests()[0]
-	if req.Kind != llm.KindReflection || req.Caller != "coevo/reflector/mediator/i0005" || req.Seed == 0 {
+	if req.Kind != KindReflection || req.Caller != "coevo/reflector/mediator/i0005" || req.Seed == 0 {
 		t.Errorf("kind %q caller %q seed %d", req.Kind, req.Caller, req.Seed)
 	}
 	if !strings.Contains(req.Messages[0].Content, "protocol the Mediator follows") {
@@ -169,8 +169,9 @@ func TestReflectPrompt(t *testing.T) {
 	if strings.Index(user, "WORSE-MARK") > strings.Index(user, "BETTER-MARK") {
 		t.Errorf("the worse entry should come first")
 	}
-	if got := req.Inputs[llm.InputPairs]; strings.Count(got, "\n") != 0 || !strings.Contains(got, "WORSE-MARK") {
-		t.Errorf("Inputs[pairs] = %q, want one line per pair", got)
+	// The offline Reflector reads the pairs one per line.
+	if got := pairLine(samplePairs()[0]); strings.Count(got, "\n") != 0 || !strings.Contains(got, "WORSE-MARK") {
+		t.Errorf("pairLine = %q, want the pair on one line", got)
 	}
 }
 

@@ -5,12 +5,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"path"
 	"regexp"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/mediated-coevo/harness/executor"
 	"github.com/mediated-coevo/harness/llm"
@@ -231,7 +229,7 @@ func (a offlineAgent) coordinate(concluding bool) []step {
 	if !a.st.called("dispatch", "code") {
 		task := a.instruction
 		if r, ok := a.st.resultOf("dispatch", "explore"); ok && strings.TrimSpace(r) != "" {
-			task += "\n\nWhat exploring found:\n" + truncate(r, 1500)
+			task += "\n\nWhat exploring found:\n" + llm.Truncate(r, 1500)
 		}
 		return []step{{"dispatch", map[string]any{"agent": "code", "task": task}}}
 	}
@@ -307,7 +305,7 @@ func (a offlineAgent) diligent() bool {
 		return true
 	}
 	sum := sha256.Sum256([]byte(skill))
-	h := hashOf(a.seed, "diligence", a.trial.TaskID, strconv.Itoa(a.trial.Iteration), hex.EncodeToString(sum[:]))
+	h := llm.OfflineHash(a.seed, "diligence", a.trial.TaskID, strconv.Itoa(a.trial.Iteration), hex.EncodeToString(sum[:]))
 	return unit(h) < diligenceRate
 }
 
@@ -435,50 +433,9 @@ func (a offlineAgent) summary() string {
 	}
 	s := "Done: " + strings.Join(did, "; ") + "."
 	if r, ok := a.st.resultOf("list_dir", ""); ok && !a.has("write_file") && !a.has("run_command") && !a.has("dispatch") {
-		s += " Listing: " + truncate(oneLineText(r), 500)
+		s += " Listing: " + llm.Truncate(oneLineText(r), 500)
 	}
-	return truncate(s, 2000)
-}
-
-// truncate cuts s to at most n bytes without splitting a UTF-8 character,
-// marking the cut with "...".
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	if n <= 3 {
-		return s[:runeStart(s, n)]
-	}
-	return s[:runeStart(s, n-3)] + "..."
-}
-
-// runeStart moves i back to the start of the character it falls in.
-func runeStart(s string, i int) int {
-	for i > 0 && i < len(s) && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return i
-}
-
-// hashOf is a deterministic 64-bit hash of a seed and strings; each part
-// is length-prefixed so ("ab","c") and ("a","bc") differ.
-func hashOf(seed int64, parts ...string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(strconv.FormatInt(seed, 10)))
-	for _, p := range parts {
-		h.Write([]byte{0})
-		h.Write([]byte(strconv.Itoa(len(p))))
-		h.Write([]byte{':'})
-		h.Write([]byte(p))
-	}
-	// A final mix spreads FNV's weak low bits, which modulo decisions use.
-	x := h.Sum64()
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
+	return llm.Truncate(s, 2000)
 }
 
 // unit maps a hash onto [0, 1).

@@ -187,16 +187,12 @@ func SpentClient(p llm.Provider, role string) *llm.Client {
 	return &llm.Client{Provider: p, Ledger: l, Role: role}
 }
 
-// RequestText is everything a request shows the model, one message per line,
-// followed by its structured inputs as key=value lines (in no fixed order).
+// RequestText is everything a request shows the model, one message per line.
 func RequestText(req llm.Request) string {
 	var b strings.Builder
 	for _, m := range req.Messages {
 		b.WriteString(m.Content)
 		b.WriteByte('\n')
-	}
-	for k, v := range req.Inputs {
-		b.WriteString(k + "=" + v + "\n")
 	}
 	return b.String()
 }

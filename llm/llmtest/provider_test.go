@@ -47,7 +47,7 @@ func TestScripted(t *testing.T) {
 			}
 			var got []string
 			for i := range tt.calls {
-				req := llm.Request{Caller: fmt.Sprintf("caller-%d", i), Kind: llm.KindPlan}
+				req := llm.Request{Caller: fmt.Sprintf("caller-%d", i), Kind: kindPlan}
 				resp, err := s.Complete(context.Background(), req)
 				if !errors.Is(err, tt.wantErrs[i]) || (err != nil) != (tt.wantErrs[i] != nil) {
 					t.Errorf("call %d: err = %v, want %v", i, err, tt.wantErrs[i])
@@ -90,7 +90,7 @@ func TestScriptedConcurrentCallsTakeEachAnswerOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			resp, err := s.Complete(context.Background(), llm.Request{Kind: llm.KindAdvice})
+			resp, err := s.Complete(context.Background(), llm.Request{Kind: kindAdvice})
 			if err != nil {
 				t.Errorf("call %d: %v", i, err)
 			}
@@ -169,6 +169,12 @@ func TestScriptedCheck(t *testing.T) {
 	}
 }
 
+// Kinds these tests label calls with; llm leaves kinds to its callers.
+const (
+	kindPlan   llm.Kind = "plan"
+	kindAdvice llm.Kind = "advice"
+)
+
 func TestRecorder(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -178,9 +184,9 @@ func TestRecorder(t *testing.T) {
 		wantPlans   int
 	}{
 		{name: "passes offline answers through and keeps each request", inner: llm.NewOffline(1),
-			kinds: []llm.Kind{llm.KindPlan, llm.KindAdvice, llm.KindPlan}, wantOffline: true, wantPlans: 2},
+			kinds: []llm.Kind{kindPlan, kindAdvice, kindPlan}, wantOffline: true, wantPlans: 2},
 		{name: "passes scripted answers through", inner: NewScripted("a", "b"),
-			kinds: []llm.Kind{llm.KindAdvice, llm.KindAdvice}, wantOffline: false, wantPlans: 0},
+			kinds: []llm.Kind{kindAdvice, kindAdvice}, wantOffline: false, wantPlans: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -188,22 +194,24 @@ func TestRecorder(t *testing.T) {
 			if r.Offline() != tt.wantOffline {
 				t.Errorf("Offline() = %v, want the inner provider's %v", r.Offline(), tt.wantOffline)
 			}
+			// The offline provider answers through the player the client attaches.
+			c := (&llm.Client{Provider: r}).WithPlayer(func(int64, llm.Request) (llm.Message, error) { return llm.JSONAnswer(map[string]string{}) })
 			for i, k := range tt.kinds {
 				req := llm.Request{Kind: k, Caller: fmt.Sprintf("c%d", i), Seed: 1,
 					Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}
-				if _, err := r.Complete(context.Background(), req); err != nil {
+				if _, err := c.Complete(context.Background(), req); err != nil {
 					t.Fatalf("call %d: %v", i, err)
 				}
 			}
 			if r.Count() != len(tt.kinds) || len(r.Requests()) != len(tt.kinds) {
 				t.Errorf("recorded %d requests, want %d", r.Count(), len(tt.kinds))
 			}
-			plans := r.ByKind(llm.KindPlan)
+			plans := r.ByKind(kindPlan)
 			if len(plans) != tt.wantPlans {
 				t.Errorf("ByKind(plan) has %d requests, want %d", len(plans), tt.wantPlans)
 			}
 			for _, p := range plans {
-				if p.Kind != llm.KindPlan {
+				if p.Kind != kindPlan {
 					t.Errorf("ByKind(plan) returned a %s request", p.Kind)
 				}
 			}
@@ -228,7 +236,7 @@ func TestSpentClientRefusesBeforeTheProvider(t *testing.T) {
 		t.Run(role, func(t *testing.T) {
 			s := NewScripted("never used")
 			c := SpentClient(s, role)
-			_, err := c.Complete(context.Background(), llm.Request{Kind: llm.KindPlan})
+			_, err := c.Complete(context.Background(), llm.Request{Kind: kindPlan})
 			if !errors.Is(err, llm.ErrBudgetExhausted) {
 				t.Errorf("err = %v, want one wrapping llm.ErrBudgetExhausted", err)
 			}
@@ -248,10 +256,6 @@ func TestRequestText(t *testing.T) {
 		{name: "empty request", want: []string{""}},
 		{name: "messages one per line", req: llm.Request{Messages: []llm.Message{{Content: "system"}, {Content: "user"}}},
 			want: []string{"system\nuser\n"}},
-		{name: "inputs after the messages", req: llm.Request{Messages: []llm.Message{{Content: "m"}},
-			Inputs: map[string]string{"skill": "S", "task_id": "t"}},
-			// inputs have no fixed order
-			want: []string{"m\nskill=S\ntask_id=t\n", "m\ntask_id=t\nskill=S\n"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -268,7 +272,9 @@ func TestJSONText(t *testing.T) {
 		v    any
 		want string
 	}{
-		{name: "struct with tags", v: llm.DraftAnswer{Content: "c"}, want: `{"content":"c"}`},
+		{name: "struct with tags", v: struct {
+			Content string `json:"content"`
+		}{Content: "c"}, want: `{"content":"c"}`},
 		{name: "map", v: map[string]int{"a": 1}, want: `{"a":1}`},
 	}
 	for _, tt := range tests {

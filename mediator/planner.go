@@ -1,4 +1,4 @@
-package harness
+package mediator
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/llm/prompt"
-	"github.com/mediated-coevo/harness/mediator"
 	"github.com/mediated-coevo/harness/skills"
 )
 
@@ -25,6 +24,82 @@ type Planner struct {
 	// MaxContextChars caps the prior context shown when planning; <= 0 means no cap.
 	MaxContextChars int
 }
+
+// Kinds of the Planner's calls.
+const (
+	KindPlan       llm.Kind = "plan"        // the plan for a trial
+	KindProposal   llm.Kind = "proposal"    // an executor-skill edit proposal
+	KindSkillDraft llm.Kind = "skill_draft" // one update drafted from an approved batch
+)
+
+// Schema names of the Planner's answers.
+const (
+	schemaPlan     = "plan"
+	schemaProposal = "proposal"
+	schemaDraft    = "skill_draft"
+)
+
+// PlanAnswer is the Planner's plan for one trial.
+type PlanAnswer struct {
+	Plan string `json:"plan"`
+}
+
+func planSchema() map[string]any {
+	return objectSchema(map[string]any{"plan": str("the plan, a short numbered list of steps")})
+}
+
+// Validate checks the plan is not empty.
+func (a PlanAnswer) Validate() error {
+	if strings.TrimSpace(a.Plan) == "" {
+		return errors.New("plan is empty")
+	}
+	return nil
+}
+
+// ProposalAnswer is the Planner's proposed edit to the executor skill:
+// replace OldContent with NewContent, or append NewContent when OldContent
+// is empty.
+type ProposalAnswer struct {
+	Propose    bool   `json:"propose"`
+	OldContent string `json:"old_content"`
+	NewContent string `json:"new_content"`
+	Reasoning  string `json:"reasoning"`
+}
+
+func proposalSchema() map[string]any {
+	return objectSchema(map[string]any{
+		"propose":     boolean(),
+		"old_content": str("exact text of the skill to replace; empty to append"),
+		"new_content": str("the new text"),
+		"reasoning":   str("why this edit helps"),
+	})
+}
+
+// Validate checks a proposal changes something.
+func (a ProposalAnswer) Validate() error {
+	if !a.Propose {
+		return nil
+	}
+	if strings.TrimSpace(a.NewContent) == "" {
+		return errors.New("proposal has no new_content")
+	}
+	if a.NewContent == a.OldContent {
+		return errors.New("proposal's new_content equals its old_content")
+	}
+	return nil
+}
+
+// DraftAnswer is a full SKILL.md the Planner drafted from approved proposals.
+type DraftAnswer struct {
+	Content string `json:"content"`
+}
+
+func draftSchema() map[string]any {
+	return objectSchema(map[string]any{"content": str("the complete SKILL.md, front matter included")})
+}
+
+// Validate checks the draft is a SKILL.md with front matter and a body.
+func (a DraftAnswer) Validate() error { return checkSkillText(a.Content) }
 
 // PlanInput is what the Planner sees when it plans one trial.
 type PlanInput struct {
@@ -124,30 +199,20 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (plan string, fellBack
 	b.Section("Your answer", "Write the plan for the Executor: numbered steps, the exact deliverables, "+
 		"the main risks and how to verify the result before submitting.")
 
-	iter := strconv.Itoa(in.Iteration)
-	req := llm.Request{
-		Caller: p.Caller,
-		Kind:   llm.KindPlan,
-		Messages: []llm.Message{
-			{Role: llm.RoleSystem, Content: prompt.System(plannerPlanHeader, in.PlannerSkill)},
-			{Role: llm.RoleUser, Content: b.String()},
-		},
-		Schema:     llm.PlanSchema(),
-		SchemaName: llm.SchemaPlan,
-		Inputs: map[string]string{
-			llm.InputTaskID:      in.TaskID,
-			llm.InputIteration:   iter,
-			llm.InputInstruction: instruction,
-			llm.InputSkill:       skill,
-			"planner_skill":      in.PlannerSkill,
-			"prior_context":      prior,
-			"notes":              notes,
-		},
-		Seed: prompt.Seed(p.Seed, string(llm.KindPlan), in.TaskID, iter),
-	}
-	ans, fellBack, err := llm.Structured(ctx, p.Client, req, nil, llm.PlanAnswer{Plan: FallbackPlan})
+	ans, fellBack, err := ask(ctx, p.Client, call[PlanAnswer]{
+		What:       fmt.Sprintf("plan task %s iteration %d", in.TaskID, in.Iteration),
+		Kind:       KindPlan,
+		Caller:     p.Caller,
+		Seed:       prompt.Seed(p.Seed, string(KindPlan), in.TaskID, strconv.Itoa(in.Iteration)),
+		System:     prompt.System(plannerPlanHeader, in.PlannerSkill),
+		User:       b.String(),
+		Schema:     planSchema(),
+		SchemaName: schemaPlan,
+		Fallback:   PlanAnswer{Plan: FallbackPlan},
+		Offline:    func(int64) PlanAnswer { return offlinePlan(in.TaskID, instruction, prior) },
+	})
 	if err != nil {
-		return "", false, fmt.Errorf("plan task %s iteration %d: %w", in.TaskID, in.Iteration, err)
+		return "", false, err
 	}
 	return prompt.Cap(strings.TrimSpace(ans.Plan), plannerMaxPlanChars), fellBack, nil
 }
@@ -174,10 +239,10 @@ func recentNotes(all []string) string {
 // proposal whose old content is not in the skill, or whose result would
 // not be a valid skill, counts as invalid: after one retry, nothing is
 // proposed and fellBack is set.
-func (p *Planner) Propose(ctx context.Context, in ProposalInput) (ans llm.ProposalAnswer, fellBack bool, err error) {
+func (p *Planner) Propose(ctx context.Context, in ProposalInput) (ans ProposalAnswer, fellBack bool, err error) {
 	feedback := prompt.Cap(strings.TrimSpace(in.Feedback), plannerMaxFeedbackChars)
 	if feedback == "" {
-		return llm.ProposalAnswer{}, false, nil
+		return ProposalAnswer{}, false, nil
 	}
 	instruction := prompt.Cap(in.Instruction, plannerMaxInstructionChars)
 	var b prompt.Builder
@@ -192,7 +257,7 @@ func (p *Planner) Propose(ctx context.Context, in ProposalInput) (ans llm.Propos
 	b.Section("Your answer", "Propose one edit to the executor skill, or set propose to false when the "+
 		"feedback teaches nothing general. Copy old_content exactly from the skill, or leave it empty to append.")
 
-	validate := func(a llm.ProposalAnswer) error {
+	validate := func(a ProposalAnswer) error {
 		if err := a.Validate(); err != nil || !a.Propose {
 			return err
 		}
@@ -206,33 +271,24 @@ func (p *Planner) Propose(ctx context.Context, in ProposalInput) (ans llm.Propos
 		return nil
 	}
 	iter := strconv.Itoa(in.Iteration)
-	req := llm.Request{
-		Caller: p.Caller,
-		Kind:   llm.KindProposal,
-		Messages: []llm.Message{
-			{Role: llm.RoleSystem, Content: prompt.System(plannerProposalHeader, in.PlannerSkill)},
-			{Role: llm.RoleUser, Content: b.String()},
-		},
-		Schema:     llm.ProposalSchema(),
-		SchemaName: llm.SchemaProposal,
-		Inputs: map[string]string{
-			llm.InputTaskID:      in.TaskID,
-			llm.InputIteration:   iter,
-			llm.InputInstruction: instruction,
-			llm.InputSkill:       in.ExecutorSkill,
-			"planner_skill":      in.PlannerSkill,
-			"feedback":           feedback,
-			"feedback_kind":      in.FeedbackKind,
-			"recent_rejections":  rejections,
-		},
-		Seed: prompt.Seed(p.Seed, string(llm.KindProposal), in.TaskID, iter),
+	// The offline answer depends on everything the prompt was rendered from.
+	seen := proposalSeen{
+		taskID: in.TaskID, iteration: iter, instruction: instruction, skill: in.ExecutorSkill,
+		plannerSkill: in.PlannerSkill, feedback: feedback, feedbackKind: in.FeedbackKind, rejections: rejections,
 	}
-	fallback := llm.ProposalAnswer{Propose: false, Reasoning: "proposal output invalid"}
-	ans, fellBack, err = llm.Structured(ctx, p.Client, req, validate, fallback)
-	if err != nil {
-		return llm.ProposalAnswer{}, false, fmt.Errorf("propose after task %s iteration %d: %w", in.TaskID, in.Iteration, err)
-	}
-	return ans, fellBack, nil
+	return ask(ctx, p.Client, call[ProposalAnswer]{
+		What:       fmt.Sprintf("propose after task %s iteration %d", in.TaskID, in.Iteration),
+		Kind:       KindProposal,
+		Caller:     p.Caller,
+		Seed:       prompt.Seed(p.Seed, string(KindProposal), in.TaskID, iter),
+		System:     prompt.System(plannerProposalHeader, in.PlannerSkill),
+		User:       b.String(),
+		Schema:     proposalSchema(),
+		SchemaName: schemaProposal,
+		Validate:   validate,
+		Fallback:   ProposalAnswer{Propose: false, Reasoning: "proposal output invalid"},
+		Offline:    seen.offline,
+	})
 }
 
 // ApplyProposal applies an edit to a skill: with oldContent empty,
@@ -265,7 +321,7 @@ func ApplyProposal(skill, oldContent, newContent string) (string, error) {
 // Advisor's feedback. The draft must be a valid skill keeping the current
 // name; unusable output twice returns currentSkill unchanged with fellBack
 // set, so the caller sees no candidate.
-func (p *Planner) Draft(ctx context.Context, currentSkill string, batch []mediator.Proposal, advice string) (content string, fellBack bool, err error) {
+func (p *Planner) Draft(ctx context.Context, currentSkill string, batch []Proposal, advice string) (content string, fellBack bool, err error) {
 	if len(batch) == 0 {
 		return "", false, errors.New("draft executor skill: the batch has no proposals; draft only from an approved, non-empty batch")
 	}
@@ -288,7 +344,7 @@ func (p *Planner) Draft(ctx context.Context, currentSkill string, batch []mediat
 	if s, err := skills.Parse([]byte(currentSkill)); err == nil {
 		name = s.Name
 	}
-	validate := func(a llm.DraftAnswer) error {
+	validate := func(a DraftAnswer) error {
 		s, err := skills.Parse([]byte(prompt.CleanSkill(a.Content)))
 		if err != nil {
 			return fmt.Errorf("the draft is not a valid SKILL.md: %w", err)
@@ -298,25 +354,21 @@ func (p *Planner) Draft(ctx context.Context, currentSkill string, batch []mediat
 		}
 		return nil
 	}
-	req := llm.Request{
-		Caller: p.Caller,
-		Kind:   llm.KindSkillDraft,
-		Messages: []llm.Message{
-			{Role: llm.RoleSystem, Content: plannerDraftHeader},
-			{Role: llm.RoleUser, Content: b.String()},
-		},
-		Schema:     llm.DraftSchema(),
-		SchemaName: llm.SchemaDraft,
-		Inputs: map[string]string{
-			llm.InputSkill:     skill,
-			llm.InputProposals: strings.Join(news, "\n"),
-			"advice":           advice,
-		},
-		Seed: prompt.Seed(p.Seed, append([]string{string(llm.KindSkillDraft)}, ids...)...),
-	}
-	ans, fellBack, err := llm.Structured(ctx, p.Client, req, validate, llm.DraftAnswer{Content: currentSkill})
+	ans, fellBack, err := ask(ctx, p.Client, call[DraftAnswer]{
+		What:       "draft executor skill",
+		Kind:       KindSkillDraft,
+		Caller:     p.Caller,
+		Seed:       prompt.Seed(p.Seed, append([]string{string(KindSkillDraft)}, ids...)...),
+		System:     plannerDraftHeader,
+		User:       b.String(),
+		Schema:     draftSchema(),
+		SchemaName: schemaDraft,
+		Validate:   validate,
+		Fallback:   DraftAnswer{Content: currentSkill},
+		Offline:    func(int64) DraftAnswer { return DraftAnswer{Content: offlineDraft(skill, strings.Join(news, "\n"))} },
+	})
 	if err != nil {
-		return "", false, fmt.Errorf("draft executor skill: %w", err)
+		return "", false, err
 	}
 	if fellBack {
 		return currentSkill, true, nil
@@ -337,7 +389,7 @@ func plannerFeedbackTitle(kind string) string {
 	}
 }
 
-func plannerProposal(pr mediator.Proposal) string {
+func plannerProposal(pr Proposal) string {
 	return fmt.Sprintf("id: %s, task: %s, iteration: %d, delayed reward: %s\n", pr.ID, pr.TaskID, pr.Iteration, prompt.RewardText(pr.DelayedReward)) +
 		pr.EditText(plannerMaxProposalChars)
 }

@@ -1,0 +1,95 @@
+package mediator
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/llm"
+	"github.com/mediated-coevo/harness/llm/prompt"
+)
+
+// The offline Planner writes the cues the offline Executor responds to, so
+// that feedback and skill edits change offline rewards end to end.
+
+// missingOutput finds, in prior context, evidence that an output was missing.
+var missingOutput = regexp.MustCompile(`(?i)(\bexists\b|does not exist|no such file|not found)`)
+
+// offlinePlan puts executor.OutputsFirstStep first when the prior context reports
+// a missing output.
+func offlinePlan(taskID, instruction, prior string) PlanAnswer {
+	task := taskID
+	if task == "" {
+		task = "this task"
+	}
+	goal := llm.Truncate(prompt.OneLine(firstLine(instruction)), 160)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Plan for %s:\n", task)
+	if missingOutput.MatchString(prior) {
+		b.WriteString(executor.OutputsFirstStep + "\n")
+	}
+	if goal != "" {
+		fmt.Fprintf(&b, "1. Reread the goal: %s\n", goal)
+	} else {
+		b.WriteString("1. Reread the instruction and note every file it names.\n")
+	}
+	b.WriteString("2. List the working directory and read the input files the instruction mentions.\n")
+	b.WriteString("3. Do the work and write each output file at the exact path the instruction gives.\n")
+	b.WriteString("4. Check the outputs exist and look right, then submit.")
+	return PlanAnswer{Plan: b.String()}
+}
+
+// proposalSeen is what a proposal prompt was rendered from.
+type proposalSeen struct {
+	taskID, iteration, instruction, skill, plannerSkill string
+	feedback, feedbackKind, rejections                  string
+}
+
+// offline proposes one piece of executor.ExecutorAdviceLines the skill lacks,
+// picked by a hash of everything the Planner was shown.
+func (s proposalSeen) offline(seed int64) ProposalAnswer {
+	var missing []string
+	for _, line := range executor.ExecutorAdviceLines() {
+		if !strings.Contains(s.skill, line) {
+			missing = append(missing, line)
+		}
+	}
+	if len(missing) == 0 {
+		return ProposalAnswer{Reasoning: "Every piece of advice I would give is already in the skill."}
+	}
+	// Named parts in key order, as offline answers have always been hashed.
+	h := llm.OfflineHash(seed, "proposal",
+		"feedback", s.feedback,
+		"feedback_kind", s.feedbackKind,
+		"instruction", s.instruction,
+		"iteration", s.iteration,
+		"planner_skill", s.plannerSkill,
+		"recent_rejections", s.rejections,
+		"skill", s.skill,
+		"task_id", s.taskID)
+	return ProposalAnswer{
+		Propose:    true,
+		NewContent: missing[h%uint64(len(missing))],
+		Reasoning:  "The traces suggest the executor would score higher with this advice, which the skill lacks.",
+	}
+}
+
+// offlineDraft appends the approved lines (proposals, one per line) the
+// skill does not have yet.
+func offlineDraft(skill, proposals string) string {
+	skill = ensureFrontMatter(skill, "")
+	var add []string
+	for _, line := range strings.Split(proposals, "\n") {
+		line = strings.TrimRight(line, " \t\r")
+		if strings.TrimSpace(line) == "" || strings.Contains(skill, line) || slices.Contains(add, line) {
+			continue
+		}
+		add = append(add, line)
+	}
+	if len(add) == 0 {
+		return skill
+	}
+	return strings.TrimRight(skill, "\n") + "\n" + strings.Join(add, "\n") + "\n"
+}
