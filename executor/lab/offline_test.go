@@ -186,7 +186,7 @@ func TestOfflineAgentHonoursForcedTool(t *testing.T) {
 	if !res.Submitted || res.Calls != 1 {
 		t.Fatalf("result = %+v, want the forced submit", res)
 	}
-	resp, err := offlineClient(1, lab.OfflineTrial{}).Provider.Complete(context.Background(), llm.Request{
+	resp, err := offlineClient(1, lab.OfflineTrial{}).Complete(context.Background(), llm.Request{
 		Kind: llm.KindAgentStep, ToolChoice: "write_file",
 		Tools:    []llm.Tool{{Name: "write_file"}, {Name: "submit"}, {Name: "list_dir"}},
 		Messages: []llm.Message{{Role: llm.RoleUser, Content: "go"}},
