@@ -106,7 +106,7 @@ func (r *Run) evolve(ctx context.Context, it int) ([]rundir.SkillUpdate, error) 
 			if role == conditions.RoleMediator && r.Spec.Condition != conditions.LearnedMediator {
 				continue // the design rules already refuse this; never evolve a fixed protocol
 			}
-			u, err := r.reflect(ctx, it, string(role))
+			u, err := r.reflect(ctx, it, role)
 			if err != nil {
 				return updates, err
 			}
@@ -139,7 +139,7 @@ func (r *Run) reviewBatch(ctx context.Context, it int) (_ []rundir.SkillUpdate, 
 			batch[i].DelayedReward = e.Reward
 		}
 	}
-	current, err := r.store.Read("executor")
+	current, err := r.store.Read(conditions.RoleExecutor)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +191,7 @@ func (r *Run) reviewBatch(ctx context.Context, it int) (_ []rundir.SkillUpdate, 
 			Reason: "validation rejected the candidate: " + decision.Reason, Advice: advice.Feedback,
 			Proposals: batch, Candidate: draft, Decision: &decision, Evidence: evidenceDir})
 	}
-	prov := Provenance{ID: "executor/" + batchID, Role: "executor", Flow: "advisor_gate", Iteration: it,
+	prov := Provenance{ID: string(conditions.RoleExecutor) + "/" + batchID, Role: string(conditions.RoleExecutor), Flow: "advisor_gate", Iteration: it,
 		BatchID: batchID, Advice: advice.Feedback, Rule: decision.Rule, Numbers: decision.Numbers,
 		Evidence: evidenceDir, Rewards: map[string]*float64{}}
 	for _, p := range batch {
@@ -199,11 +199,11 @@ func (r *Run) reviewBatch(ctx context.Context, it int) (_ []rundir.SkillUpdate, 
 		prov.EntryIDs = append(prov.EntryIDs, p.EntryIDs...)
 		prov.Rewards[p.ID] = p.DelayedReward
 	}
-	u, err := r.adopt(it, "executor", current, []byte(draft), prov)
+	u, err := r.adopt(it, conditions.RoleExecutor, current, []byte(draft), prov)
 	if err != nil {
 		return nil, err
 	}
-	r.emit(Event{Kind: "skill_update", Iteration: it, Message: "executor skill updated by batch " + batchID})
+	r.emit(Event{Kind: EventSkillUpdate, Iteration: it, Message: "executor skill updated by batch " + batchID})
 	return []rundir.SkillUpdate{u}, nil
 }
 
@@ -343,7 +343,7 @@ func (r *Run) validate(ctx context.Context, batchID string, batch []mediator.Pro
 					RunID:  r.Dir.ID, Row: r.Spec.Name, TrialID: trialID, Seed: seed,
 					Caller: "coevo/validation/" + trialID,
 				})
-				r.emit(Event{Kind: "validation_trial_done", Task: req.Task, Status: string(tr.Status), Reward: tr.Reward,
+				r.emit(Event{Kind: EventValidationTrialDone, Task: req.Task, Status: string(tr.Status), Reward: tr.Reward,
 					Message: "batch " + batchID + ", " + arm})
 				results[i] = gate.Trial{Task: req.Task, Arm: req.Arm, Index: req.Index}
 				if tr.Usable() {
@@ -380,12 +380,12 @@ func (r *Run) validate(ctx context.Context, batchID string, batch []mediator.Pro
 
 // adopt writes a new skill version atomically, snapshots the old and the new
 // one, and records the provenance.
-func (r *Run) adopt(it int, role string, old *skills.Skill, content []byte, prov Provenance) (rundir.SkillUpdate, error) {
-	if !r.Spec.Policy.Allows(conditions.Role(role)) {
+func (r *Run) adopt(it int, role conditions.Role, old *skills.Skill, content []byte, prov Provenance) (rundir.SkillUpdate, error) {
+	if !r.Spec.Policy.Allows(role) {
 		return rundir.SkillUpdate{}, fmt.Errorf("refusing to change the %s skill: policy %s does not allow it", role, r.Spec.Policy)
 	}
 	snaps := filepath.Join(r.Dir.Path, rundir.SnapshotsDir)
-	oldPath, err := skills.Snapshot(snaps, conditions.Role(role), old)
+	oldPath, err := skills.Snapshot(snaps, role, old)
 	if err != nil {
 		return rundir.SkillUpdate{}, err
 	}
@@ -393,11 +393,11 @@ func (r *Run) adopt(it int, role string, old *skills.Skill, content []byte, prov
 	if err != nil {
 		return rundir.SkillUpdate{}, fmt.Errorf("new %s skill is invalid: %w", role, err)
 	}
-	newPath, err := skills.Snapshot(snaps, conditions.Role(role), parsed)
+	newPath, err := skills.Snapshot(snaps, role, parsed)
 	if err != nil {
 		return rundir.SkillUpdate{}, err
 	}
-	written, err := r.store.Write(conditions.Role(role), content)
+	written, err := r.store.Write(role, content)
 	if err != nil {
 		return rundir.SkillUpdate{}, err
 	}
@@ -408,13 +408,16 @@ func (r *Run) adopt(it int, role string, old *skills.Skill, content []byte, prov
 	if err := r.updates.Append(prov); err != nil {
 		return rundir.SkillUpdate{}, err
 	}
-	return rundir.SkillUpdate{Role: role, ProvenanceID: prov.ID, OldHash: old.Hash, NewHash: written.Hash}, nil
+	return rundir.SkillUpdate{Role: string(role), ProvenanceID: prov.ID, OldHash: old.Hash, NewHash: written.Hash}, nil
 }
 
-func (r *Run) reflect(ctx context.Context, it int, role string) ([]rundir.SkillUpdate, error) {
-	kinds := map[string][]string{"planner": {"plan", "proposal"}, "mediator": {"report"}}[role]
+func (r *Run) reflect(ctx context.Context, it int, role conditions.Role) ([]rundir.SkillUpdate, error) {
+	kinds := map[conditions.Role][]string{
+		conditions.RolePlanner:  {rundir.EntryPlan, rundir.EntryProposal},
+		conditions.RoleMediator: {rundir.EntryReport},
+	}[role]
 	entries := r.history.Entries(func(e *rundir.Entry) bool {
-		return e.Role == role && e.Reward != nil && slices.Contains(kinds, e.Kind)
+		return e.Role == string(role) && e.Reward != nil && slices.Contains(kinds, e.Kind)
 	})
 	var pe []mediator.PairEntry
 	for _, e := range entries {
@@ -424,7 +427,7 @@ func (r *Run) reflect(ctx context.Context, it int, role string) ([]rundir.SkillU
 	seed := trialSeed(r.Spec.Seed, fmt.Sprintf("pairs/%s/%d", role, it))
 	pairs := mediator.FormPairs(pe, mediator.PairConfig{MaxPairs: rc.MaxPairs, BucketFraction: rc.BucketFraction,
 		MinRewardGap: rc.MinRewardGap}, seed)
-	current, err := r.store.Read(conditions.Role(role))
+	current, err := r.store.Read(role)
 	if err != nil {
 		return nil, err
 	}
@@ -437,14 +440,14 @@ func (r *Run) reflect(ctx context.Context, it int, role string) ([]rundir.SkillU
 		}
 		out = mediator.Reflection{Outcome: "error", Reasoning: "the Reflector's model failed: " + err.Error()}
 	}
-	rec := reflectionRecord{Role: role, Iteration: it, Outcome: out.Outcome, PairSeed: seed,
+	rec := reflectionRecord{Role: string(role), Iteration: it, Outcome: out.Outcome, PairSeed: seed,
 		Similarity: out.Similarity, ChangedWords: out.ChangedWords, Reasoning: out.Reasoning, Time: time.Now().UTC()}
 	for _, p := range pairs {
 		rec.Pairs = append(rec.Pairs, [2]string{p.Better.ID, p.Worse.ID})
 	}
 	var updates []rundir.SkillUpdate
 	if out.Changed {
-		prov := Provenance{ID: fmt.Sprintf("%s/reflection-i%04d", role, it), Role: role, Flow: "reflection",
+		prov := Provenance{ID: fmt.Sprintf("%s/reflection-i%04d", role, it), Role: string(role), Flow: "reflection",
 			Iteration: it, PairIDs: rec.Pairs, PairSeed: seed}
 		u, err := r.adopt(it, role, current, []byte(out.Content), prov)
 		if err != nil {
@@ -452,7 +455,7 @@ func (r *Run) reflect(ctx context.Context, it int, role string) ([]rundir.SkillU
 		}
 		rec.Provenance = prov.ID
 		updates = append(updates, u)
-		r.emit(Event{Kind: "skill_update", Iteration: it, Message: role + " skill updated by reflection"})
+		r.emit(Event{Kind: EventSkillUpdate, Iteration: it, Message: string(role) + " skill updated by reflection"})
 	}
 	if err := r.reflections.Append(rec); err != nil {
 		return nil, err

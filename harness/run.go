@@ -80,10 +80,24 @@ type Run struct {
 	mu          sync.Mutex
 }
 
+// EventKind says what happened in an Event.
+type EventKind string
+
+// The events a run reports, in the order they happen.
+const (
+	EventIterationStart      EventKind = "iteration_start"
+	EventTrialStart          EventKind = "trial_start"
+	EventTrialDone           EventKind = "trial_done"
+	EventValidationTrialDone EventKind = "validation_trial_done"
+	EventSkillUpdate         EventKind = "skill_update"
+	EventIterationDone       EventKind = "iteration_done"
+	EventRunDone             EventKind = "run_done"
+)
+
 // Event is a progress notification.
 type Event struct {
 	Row       string
-	Kind      string // iteration_start, trial_done, iteration_done, skill_update, run_done
+	Kind      EventKind
 	Iteration int
 	Task      string
 	Status    string
@@ -163,7 +177,7 @@ func (r *Run) Execute(ctx context.Context) (res Result) {
 		}
 	}
 	r.finish(res.Status, res.Err)
-	r.emit(Event{Kind: "run_done", Status: string(res.Status)})
+	r.emit(Event{Kind: EventRunDone, Status: string(res.Status)})
 	return res
 }
 
@@ -179,7 +193,7 @@ type taskOutcome struct {
 }
 
 func (r *Run) iteration(ctx context.Context, it int) (iterationCounts, error) {
-	r.emit(Event{Kind: "iteration_start", Iteration: it})
+	r.emit(Event{Kind: EventIterationStart, Iteration: it})
 	in, err := r.iterationInput(it)
 	if err != nil {
 		return iterationCounts{}, err
@@ -198,7 +212,7 @@ func (r *Run) iteration(ctx context.Context, it int) (iterationCounts, error) {
 	if err := r.closeIteration(ctx, it, done); err != nil {
 		return done.counts, err
 	}
-	r.emit(Event{Kind: "iteration_done", Iteration: it})
+	r.emit(Event{Kind: EventIterationDone, Iteration: it})
 	return done.counts, nil
 }
 
@@ -206,7 +220,7 @@ func (r *Run) iteration(ctx context.Context, it int) (iterationCounts, error) {
 type iterationInput struct {
 	notes     []string
 	hashes    map[conditions.Role]string
-	skillText map[string]string
+	skillText map[conditions.Role]string
 	// book is the feedback as it was when the iteration began: concurrent
 	// tasks never see each other's fresh results.
 	book feedbackBook
@@ -221,13 +235,13 @@ func (r *Run) iterationInput(it int) (iterationInput, error) {
 	if err != nil {
 		return iterationInput{}, fmt.Errorf("read skills: %w", err)
 	}
-	skillText := map[string]string{}
+	skillText := map[conditions.Role]string{}
 	for _, role := range conditions.SkillRoles() {
 		s, err := r.store.Read(role)
 		if err != nil {
 			return iterationInput{}, fmt.Errorf("read %s skill: %w", role, err)
 		}
-		skillText[string(role)] = string(s.Content)
+		skillText[role] = string(s.Content)
 	}
 	r.mu.Lock()
 	book := r.st.Feedback.clone()
@@ -252,7 +266,7 @@ func (r *Run) runTasks(ctx context.Context, it int, in iterationInput) []taskOut
 				return
 			}
 			defer func() { <-sem }()
-			outcomes[i] = r.runTask(ctx, it, i, task, &in.book, in.skillText, in.hashes, in.notes)
+			outcomes[i] = r.runTask(ctx, it, i, task, &in)
 		}()
 	}
 	wg.Wait()
@@ -351,214 +365,6 @@ func (r *Run) student(index int) string {
 	return "student-" + strconv.Itoa(index%n+1)
 }
 
-func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task, book *feedbackBook,
-	skillText map[string]string, hashes map[conditions.Role]string, notes []string) (out taskOutcome) {
-	exp := r.Config.Experiment
-	trialID := fmt.Sprintf("i%04d-%s", it, task.ID)
-	student := r.student(index)
-	row := r.baseRow(it, task.ID, trialID, student, hashes)
-	row.HumanNotes = int32(len(notes))
-	before := r.Ledger.ByCaller()
-
-	// 1. Plan.
-	header, prior := book.priorContext(r.Spec.Condition, task.ID, exp.SharedNotes, exp.AllowCrossTaskFeedback, exp.PlannerContextMaxChars)
-	row.PlannerContextChars = int32(len(prior))
-	plan := ""
-	if r.AgentKind == "lab" {
-		pl := r.plannerFor("planner/" + trialID)
-		p, fellBack, err := pl.Plan(ctx, mediator.PlanInput{
-			TaskID: task.ID, Iteration: it, Instruction: task.Instruction,
-			ExecutorSkill: skillText["executor"], PlannerSkill: skillText["planner"],
-			PriorContext: prior, PriorContextHeader: header, Notes: notes,
-		})
-		if err != nil {
-			fatal := r.fatal(ctx, err)
-			row.Status = string(executor.StatusAgentError)
-			if fatal {
-				out.err = fmt.Errorf("plan task %s: %w", task.ID, err)
-				row.Status = string(executor.StatusBudgetExhausted)
-			}
-			// No trial runs, so this attempt's outcome cannot reward the
-			// entries the earlier ones left pending: they are dropped.
-			if _, serr := r.history.Settle(task.ID, it, trialID, nil, false, row.Status); serr != nil {
-				out.err = serr
-				return out
-			}
-			if !fatal {
-				// The Planner's model failed for good: this trial fails, the run goes on.
-				r.emit(Event{Kind: "trial_done", Iteration: it, Task: task.ID, Status: row.Status, Message: err.Error()})
-			}
-			out.row = r.finishRow(row, before)
-			return out
-		}
-		if fellBack {
-			row.Fallbacks++
-		}
-		plan = p
-	}
-
-	// 2. Trial. A job directory left by an attempt a crash cut short is
-	// cleared first, so its files never mix with this attempt's.
-	jobDir := r.Dir.Join(rundir.JobDir(task.ID, it))
-	if err := os.RemoveAll(jobDir); err != nil {
-		out.err = fmt.Errorf("clear job directory %s: %w", jobDir, err)
-		return out
-	}
-	r.emit(Event{Kind: "trial_start", Iteration: it, Task: task.ID})
-	trace := r.Trials.Run(ctx, executor.TrialSpec{
-		Task: task, Agent: r.NewAgent(student), Plan: plan, ExecutorSkill: skillText["executor"],
-		JobDir: jobDir,
-		RunID:  r.Dir.ID, Row: r.Spec.Name, Iteration: it, TrialID: trialID,
-		Seed: trialSeed(r.Spec.Seed, trialID), Caller: "executor/" + student + "/" + trialID,
-	})
-	if ctx.Err() != nil {
-		out.err = ctx.Err()
-		return out
-	}
-	fillTraceColumns(&row, trace)
-	for _, w := range trace.Warnings {
-		out.warnings = append(out.warnings, task.ID+": "+w)
-	}
-	if err := durable.WriteJSON(r.Dir.Join(rundir.TracePath(task.ID, it)), trace); err != nil {
-		out.err = err
-		return out
-	}
-	// Spent is spent, even if the process dies before the checkpoint.
-	if err := r.saveSpend(); err != nil {
-		out.err = err
-		return out
-	}
-	r.emit(Event{Kind: "trial_done", Iteration: it, Task: task.ID, Status: string(trace.Status), Reward: trace.Reward,
-		Warnings: trace.Warnings})
-
-	// 3. Delayed rewards for the entries that fed this task's earlier work.
-	if _, err := r.history.Settle(task.ID, it, trialID, trace.Reward, trace.Usable(), string(trace.Status)); err != nil {
-		out.err = err
-		return out
-	}
-	if r.AgentKind == "lab" {
-		if err := r.history.Add(rundir.Entry{ID: r.entryID(it, task.ID, "plan"), Role: "planner", Kind: "plan",
-			TaskID: task.ID, Iteration: it, Content: plan, SkillHash: hashes["planner"], TrialID: trialID}); err != nil {
-			out.err = err
-			return out
-		}
-	}
-
-	if !trace.Usable() {
-		out.row = r.finishRow(row, before)
-		if trace.Status == executor.StatusBudgetExhausted {
-			out.err = llm.ErrBudgetExhausted
-		}
-		return out
-	}
-
-	// 4. Feedback for the next iteration: a trace summary or a Mediator report.
-	digest := digestTrace(trace, plan, exp.TaskOutputMaxChars)
-	var feedback string
-	switch r.Spec.Condition {
-	case conditions.FullTraces:
-		summary, fellBack, err := r.summarise(ctx, task.ID, it, digest)
-		if err != nil {
-			if r.fatal(ctx, err) {
-				out.err = err
-				out.row = r.finishRow(row, before)
-				return out
-			}
-			summary, fellBack = capText(traceSummaryText(digest), summaryCompactAbove), true
-		}
-		if fellBack {
-			row.Fallbacks++
-		}
-		r.mu.Lock()
-		r.st.Feedback.addTrace(traceNote{TaskID: task.ID, Iteration: it, Summary: summary}, exp.FullTracesWindow)
-		r.mu.Unlock()
-		feedback = summary
-	case conditions.StaticMediator, conditions.LearnedMediator:
-		med := *r.mediator
-		med.Caller = "mediator/" + trialID
-		rep, err := med.Report(ctx, skillText["mediator"], digest)
-		if err != nil {
-			if r.fatal(ctx, err) {
-				out.err = fmt.Errorf("mediate task %s: %w", task.ID, err)
-				out.row = r.finishRow(row, before)
-				return out
-			}
-			// A Mediator whose model failed for good reports nothing this time.
-			rep = mediator.Report{Withheld: true, Reason: "mediator call failed: " + err.Error(), FellBack: true}
-		}
-		if rep.FellBack {
-			row.Fallbacks++
-		}
-		withheld := rep.Withheld
-		row.ReportWithheld = &withheld
-		id := r.entryID(it, task.ID, "report")
-		rel := rundir.ReportPath(task.ID, it)
-		if err := durable.WriteJSON(filepath.Join(r.Dir.Path, rel), map[string]any{
-			"entry_id": id, "task_id": task.ID, "iteration": it, "trial_id": trialID,
-			"withheld": rep.Withheld, "reason": rep.Reason, "abstraction_level": rep.AbstractionLevel,
-			"content": rep.Content, "protocol_hash": hashes["mediator"],
-		}); err != nil {
-			out.err = err
-			return out
-		}
-		if err := r.history.Add(rundir.Entry{ID: id, Role: "mediator", Kind: "report", TaskID: task.ID, Iteration: it,
-			Content: rep.Content, Path: rel, Withheld: rep.Withheld, SkillHash: hashes["mediator"], TrialID: trialID}); err != nil {
-			out.err = err
-			return out
-		}
-		if !rep.Withheld {
-			r.mu.Lock()
-			r.st.Feedback.Reports[task.ID] = reportNote{TaskID: task.ID, Iteration: it, EntryID: id, Content: rep.Content}
-			r.mu.Unlock()
-			feedback = rep.Content
-		}
-	}
-
-	// 5. An executor-skill proposal, when the policy and the feedback allow one.
-	if r.Spec.Policy.Executor && feedback != "" && r.AgentKind == "lab" {
-		pl := r.plannerFor("planner/" + trialID + "/proposal")
-		ans, fellBack, err := pl.Propose(ctx, mediator.ProposalInput{
-			TaskID: task.ID, Iteration: it, Instruction: task.Instruction,
-			ExecutorSkill: skillText["executor"], PlannerSkill: skillText["planner"],
-			Feedback: feedback, FeedbackKind: string(r.Spec.Condition.ProposalFeedback()),
-			RecentRejections: r.recentRejections(),
-		})
-		if err != nil {
-			if r.fatal(ctx, err) {
-				out.err = fmt.Errorf("propose for task %s: %w", task.ID, err)
-				out.row = r.finishRow(row, before)
-				return out
-			}
-			ans, fellBack = mediator.ProposalAnswer{}, true
-		}
-		if fellBack {
-			row.Fallbacks++
-		}
-		if ans.Propose {
-			id := r.entryID(it, task.ID, "proposal")
-			if err := r.history.Add(rundir.Entry{ID: id, Role: "planner", Kind: "proposal", TaskID: task.ID, Iteration: it,
-				Content: ans.NewContent, SkillHash: hashes["planner"], TrialID: trialID}); err != nil {
-				out.err = err
-				return out
-			}
-			// The proposal came from this trial's plan and, under a mediator
-			// condition, its report: name those entries that exist.
-			var entryIDs []string
-			for _, kind := range []string{"plan", "report"} {
-				eid := r.entryID(it, task.ID, kind)
-				if _, ok := r.history.Entry(eid); ok {
-					entryIDs = append(entryIDs, eid)
-				}
-			}
-			out.proposal = &mediator.Proposal{ID: id, TaskID: task.ID, Iteration: it, EntryIDs: entryIDs,
-				OldContent: ans.OldContent, NewContent: ans.NewContent, Reasoning: ans.Reasoning}
-			row.ProposalBuffered = true
-		}
-	}
-	out.row = r.finishRow(row, before)
-	return out
-}
-
 // fatal reports whether an error must stop the run: a spent budget or a
 // cancellation. Any other model failure, retries exhausted, only costs the
 // work it was part of.
@@ -583,7 +389,8 @@ func (r *Run) baseRow(it int, task, trialID, student string, hashes map[conditio
 		Condition: string(r.Spec.Condition), SkillUpdatePolicy: r.Spec.Policy.String(), Lab: r.Spec.Lab,
 		Agent: r.AgentKind, Seed: r.Spec.Seed, Offline: r.Offline, Iteration: int32(it), TaskID: task,
 		TrialID: trialID, Student: student,
-		ExecutorSkillHash: hashes["executor"], PlannerSkillHash: hashes["planner"], MediatorSkillHash: hashes["mediator"],
+		ExecutorSkillHash: hashes[conditions.RoleExecutor], PlannerSkillHash: hashes[conditions.RolePlanner],
+		MediatorSkillHash: hashes[conditions.RoleMediator],
 	}
 }
 
@@ -620,20 +427,22 @@ func (r *Run) finishRow(row rundir.MetricRow, before map[string]llm.Usage) rundi
 			continue
 		}
 		row.ModelCalls += int32(d.Calls)
-		switch {
-		case strings.HasPrefix(caller, "planner"):
+		// Every caller path starts with the role that made the call.
+		role, _, _ := strings.Cut(caller, "/")
+		switch conditions.Role(role) {
+		case conditions.RolePlanner:
 			row.PlannerInputTokens += d.InputTokens
 			row.PlannerOutputTokens += d.OutputTokens
 			row.PlannerCostUSD += d.CostUSD
-		case strings.HasPrefix(caller, "executor"):
+		case conditions.RoleExecutor:
 			row.ExecutorInputTokens += d.InputTokens
 			row.ExecutorOutputTokens += d.OutputTokens
 			row.ExecutorCostUSD += d.CostUSD
-		case strings.HasPrefix(caller, "mediator"):
+		case conditions.RoleMediator:
 			row.MediatorInputTokens += d.InputTokens
 			row.MediatorOutputTokens += d.OutputTokens
 			row.MediatorCostUSD += d.CostUSD
-		case strings.HasPrefix(caller, "compactor"):
+		case conditions.RoleCompactor:
 			row.CompactorInputTokens += d.InputTokens
 			row.CompactorOutputTokens += d.OutputTokens
 			row.CompactorCostUSD += d.CostUSD
@@ -755,7 +564,7 @@ func (r *Run) pickUpNotes(it int) ([]string, error) {
 		}
 		text := capText(strings.TrimSpace(string(data)), r.Config.Experiment.TaskOutputMaxChars)
 		id := fmt.Sprintf("%s/i%04d/note/%s", r.Spec.Name, it, e.Name())
-		if err := r.history.Add(rundir.Entry{ID: id, Role: "human", Kind: "note", Iteration: it, Content: text,
+		if err := r.history.Add(rundir.Entry{ID: id, Role: rundir.AuthorHuman, Kind: rundir.EntryNote, Iteration: it, Content: text,
 			Path: rundir.NotePath(e.Name())}); err != nil {
 			return nil, err
 		}

@@ -92,8 +92,8 @@ func (r *Run) open() error {
 
 	exp := r.Config.Experiment
 	seed := r.Spec.Seed
-	r.planner = &mediator.Planner{Client: r.Clients.Get(conditions.RolePlanner), Caller: "planner", Seed: seed, MaxContextChars: exp.PlannerContextMaxChars}
-	r.mediator = &mediator.Mediator{Client: r.Clients.Get(conditions.RoleMediator), Caller: "mediator", MaxChars: exp.ReportMaxChars, Seed: seed}
+	r.planner = &mediator.Planner{Client: r.Clients.Get(conditions.RolePlanner), Caller: string(conditions.RolePlanner), Seed: seed, MaxContextChars: exp.PlannerContextMaxChars}
+	r.mediator = &mediator.Mediator{Client: r.Clients.Get(conditions.RoleMediator), Caller: string(conditions.RoleMediator), MaxChars: exp.ReportMaxChars, Seed: seed}
 	r.advisor = &mediator.Advisor{Client: r.Clients.Get(conditions.RoleAdvisor), Caller: "coevo/advisor", Seed: seed}
 	r.reflector = &mediator.Reflector{Client: r.Clients.Get(conditions.RoleReflector), Caller: "coevo/reflector",
 		MinChangedWords: r.Config.Reflection.MinChangedWords, Seed: seed}
@@ -151,12 +151,12 @@ func (r *Run) rewind(st *State) error {
 
 func (r *Run) snapshotAll() error {
 	snaps := filepath.Join(r.Dir.Path, rundir.SnapshotsDir)
-	for _, role := range []string{"executor", "planner", "mediator"} {
-		s, err := r.store.Read(conditions.Role(role))
+	for _, role := range conditions.SkillRoles() {
+		s, err := r.store.Read(role)
 		if err != nil {
 			return err
 		}
-		if _, err := skills.Snapshot(snaps, conditions.Role(role), s); err != nil {
+		if _, err := skills.Snapshot(snaps, role, s); err != nil {
 			return err
 		}
 	}

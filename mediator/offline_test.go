@@ -230,7 +230,7 @@ func TestOfflineAnswersArePinned(t *testing.T) {
 					feedbackKind: "mediator_report", rejections: "- r"}.offline(seed),
 				offlineAdvice(seed, "b"+task),
 				offlineDraft(sk, executor.DiligenceAdvice+"\n- another "+iter),
-				offlineReflection([]string{RolePlanner, RoleMediator}[i%2], sk, []string{"", "a | b\nc | d"}[i%2]),
+				offlineReflection([]string{"planner", "mediator"}[i%2], sk, []string{"", "a | b\nc | d"}[i%2]),
 				digest(strings.Repeat("line of log "+iter+"\n", i*20)),
 			} {
 				b, err := json.Marshal(v)

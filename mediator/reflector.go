@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/llm/prompt"
 	"github.com/mediated-coevo/harness/skills"
@@ -18,12 +19,6 @@ const (
 	OutcomeTooSimilar = "too_similar" // the rewrite was too close to the current skill to count
 	OutcomeInvalid    = "invalid"     // the output was unusable twice (e.g. not a valid SKILL.md)
 	OutcomeNoPairs    = "no_pairs"    // nothing to learn from; no model call was made
-)
-
-// Meta-skill roles the Reflector rewrites.
-const (
-	RolePlanner  = "planner"
-	RoleMediator = "mediator"
 )
 
 // Reflector rewrites a meta-skill (the Planner's or the Mediator's) from
@@ -66,20 +61,20 @@ Otherwise return the complete rewritten SKILL.md in content: YAML front matter b
 same name and a description, then the Markdown body. Answer with one JSON object with the fields
 no_change (true or false), content and reasoning (what the pairs taught).`
 
-var roleDuties = map[string]string{
-	RolePlanner:  "the instructions the Planner follows to write a plan for each trial and to propose edits to the Executor's skill.",
-	RoleMediator: "the protocol the Mediator follows to turn one execution trace into a report for the Planner, or to withhold it.",
+var roleDuties = map[conditions.Role]string{
+	conditions.RolePlanner:  "the instructions the Planner follows to write a plan for each trial and to propose edits to the Executor's skill.",
+	conditions.RoleMediator: "the protocol the Mediator follows to turn one execution trace into a report for the Planner, or to withhold it.",
 }
 
-// Reflect asks the Reflector to rewrite the skill of role (RolePlanner or
-// RoleMediator) from pairs. Without pairs no call is made (no_pairs). A
+// Reflect asks the Reflector to rewrite the skill of role (the Planner's or
+// the Mediator's) from pairs. Without pairs no call is made (no_pairs). A
 // rewrite must parse as a skill (skills.Parse) and keep the skill's name;
 // otherwise it is asked for once more and then given up (invalid, FellBack).
 // A valid rewrite too similar to the current skill is not adopted.
-func (r *Reflector) Reflect(ctx context.Context, role, currentSkill string, pairs []Pair) (Reflection, error) {
+func (r *Reflector) Reflect(ctx context.Context, role conditions.Role, currentSkill string, pairs []Pair) (Reflection, error) {
 	duty, ok := roleDuties[role]
 	if !ok {
-		return Reflection{}, fmt.Errorf("reflect on role %q: only the %s and %s skills are reflected on", role, RolePlanner, RoleMediator)
+		return Reflection{}, fmt.Errorf("reflect on role %q: only the %s and %s skills are reflected on", role, conditions.RolePlanner, conditions.RoleMediator)
 	}
 	if len(pairs) == 0 {
 		return Reflection{Outcome: OutcomeNoPairs, Reasoning: "no contrastive pairs with a large enough reward gap"}, nil
@@ -88,7 +83,7 @@ func (r *Reflector) Reflect(ctx context.Context, role, currentSkill string, pair
 	skill := prompt.Cap(currentSkill, maxSkillChars)
 	var p prompt.Builder
 	p.Line("# Reflection on the %s skill", role)
-	p.Section("Current "+role+" skill", prompt.Fence(skill))
+	p.Section("Current "+string(role)+" skill", prompt.Fence(skill))
 	lines := make([]string, 0, len(pairs))
 	for i, pr := range pairs {
 		p.Section(pairTitle(i, len(pairs), pr), renderPair(pr))
@@ -111,14 +106,14 @@ func (r *Reflector) Reflect(ctx context.Context, role, currentSkill string, pair
 		What:       fmt.Sprintf("reflect on the %s skill", role),
 		Kind:       KindReflection,
 		Caller:     r.Caller,
-		Seed:       prompt.Seed(r.Seed, string(KindReflection), role, pairIDs(pairs)),
+		Seed:       prompt.Seed(r.Seed, string(KindReflection), string(role), pairIDs(pairs)),
 		System:     fmt.Sprintf(reflectorHeader, role, duty, role, role),
 		User:       p.String(),
 		Schema:     reflectionSchema(),
 		SchemaName: schemaReflection,
 		Validate:   validate,
 		Fallback:   ReflectionAnswer{NoChange: true},
-		Offline:    func(int64) ReflectionAnswer { return offlineReflection(role, skill, pairText) },
+		Offline:    func(int64) ReflectionAnswer { return offlineReflection(string(role), skill, pairText) },
 	})
 	if err != nil {
 		return Reflection{}, err

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/llm/llmtest"
 	"github.com/mediated-coevo/harness/skills"
@@ -118,9 +119,9 @@ func TestReflect(t *testing.T) {
 			if pairs == nil {
 				pairs = samplePairs()
 			}
-			role := tt.role
+			role := conditions.Role(tt.role)
 			if role == "" {
-				role = RolePlanner
+				role = conditions.RolePlanner
 			}
 			r := &Reflector{Client: budgetClient(fake, tt.spent), Caller: "coevo/reflector/planner", MinChangedWords: tt.minChanged, Seed: 2}
 			got, err := r.Reflect(context.Background(), role, currentPlanner, pairs)
@@ -149,7 +150,7 @@ func TestReflect(t *testing.T) {
 func TestReflectPrompt(t *testing.T) {
 	fake := llmtest.NewScripted(`{"no_change":true,"content":"","reasoning":"r"}`)
 	r := &Reflector{Client: client(fake), Caller: "coevo/reflector/mediator/i0005", MinChangedWords: 5, Seed: 1}
-	if _, err := r.Reflect(context.Background(), RoleMediator, currentPlanner, samplePairs()); err != nil {
+	if _, err := r.Reflect(context.Background(), conditions.RoleMediator, currentPlanner, samplePairs()); err != nil {
 		t.Fatal(err)
 	}
 	req := fake.Requests()[0]
@@ -176,10 +177,10 @@ func TestReflectPrompt(t *testing.T) {
 }
 
 func TestReflectOffline(t *testing.T) {
-	for _, role := range []string{RolePlanner, RoleMediator} {
-		t.Run(role, func(t *testing.T) {
+	for _, role := range []conditions.Role{conditions.RolePlanner, conditions.RoleMediator} {
+		t.Run(string(role), func(t *testing.T) {
 			r := &Reflector{Client: client(llm.NewOffline(3)), Caller: "coevo/reflector", MinChangedWords: 5, Seed: 3}
-			current := defaultSkill(t, role)
+			current := defaultSkill(t, string(role))
 			got, err := r.Reflect(context.Background(), role, current, samplePairs())
 			if err != nil {
 				t.Fatal(err)
@@ -188,7 +189,7 @@ func TestReflectOffline(t *testing.T) {
 				t.Fatalf("offline reflection: %+v", got)
 			}
 			s, err := skills.Parse([]byte(got.Content))
-			if err != nil || s.Name != role {
+			if err != nil || s.Name != string(role) {
 				t.Errorf("offline rewrite: parse error %v, name %v", err, s)
 			}
 		})

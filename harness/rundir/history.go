@@ -12,6 +12,15 @@ import (
 	"github.com/mediated-coevo/harness/internal/durable"
 )
 
+// The kinds of history entries, and the author of entries no model wrote.
+const (
+	EntryPlan     = "plan"
+	EntryProposal = "proposal"
+	EntryReport   = "report"
+	EntryNote     = "note"
+	AuthorHuman   = "human"
+)
+
 // Entry is one Planner or Mediator output in the history. Its delayed reward
 // arrives later, as a separate record that names the entry's id.
 type Entry struct {
@@ -90,7 +99,7 @@ func (h *History) apply(rec HistoryRecord) error {
 		}
 		h.entries[e.ID] = &e
 		h.order = append(h.order, e.ID)
-		if e.Role != "human" {
+		if e.Role != AuthorHuman {
 			h.pending[e.TaskID] = append(h.pending[e.TaskID], e.ID)
 		}
 	case "reward":

@@ -183,9 +183,9 @@ func (p *progress) event(e harness.Event) {
 	p.spend, p.tokens, p.retries = e.Spend.CostUSD, e.Spend.Tokens(), e.Spend.Retries
 	var lines []string
 	switch e.Kind {
-	case "trial_start":
+	case harness.EventTrialStart:
 		p.inFlight++
-	case "trial_done":
+	case harness.EventTrialDone:
 		p.inFlight = max(0, p.inFlight-1)
 		p.done++
 		p.statuses[e.Status]++
@@ -202,13 +202,13 @@ func (p *progress) event(e harness.Event) {
 				lines = append(lines, msg)
 			}
 		}
-	case "validation_trial_done":
+	case harness.EventValidationTrialDone:
 		p.validation++
-	case "iteration_start":
+	case harness.EventIterationStart:
 		p.iteration[e.Row] = e.Iteration
-	case "skill_update":
+	case harness.EventSkillUpdate:
 		lines = append(lines, fmt.Sprintf("%s iteration %d: %s", e.Row, e.Iteration, e.Message))
-	case "run_done":
+	case harness.EventRunDone:
 		p.rowsDone++
 		lines = append(lines, fmt.Sprintf("row %s: %s", e.Row, e.Status))
 	}

@@ -1,0 +1,290 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/mediated-coevo/harness/benchmarks"
+	"github.com/mediated-coevo/harness/conditions"
+	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/harness/rundir"
+	"github.com/mediated-coevo/harness/internal/durable"
+	"github.com/mediated-coevo/harness/llm"
+	"github.com/mediated-coevo/harness/mediator"
+)
+
+// taskRun is one task's work in one iteration: plan, trial, delayed
+// rewards, feedback for the next iteration, and an executor-skill proposal.
+// Each step reports whether the task's work goes on; a step that ends it
+// has already filled the outcome.
+type taskRun struct {
+	r       *Run
+	it      int
+	task    *benchmarks.Task
+	in      *iterationInput
+	trialID string
+	student string
+	row     rundir.MetricRow
+	// before is the ledger when the task began, so the row is charged
+	// with what this task spent.
+	before map[string]llm.Usage
+	out    taskOutcome
+}
+
+func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task, in *iterationInput) taskOutcome {
+	t := &taskRun{r: r, it: it, task: task, in: in, trialID: fmt.Sprintf("i%04d-%s", it, task.ID), student: r.student(index)}
+	t.row = r.baseRow(it, task.ID, t.trialID, t.student, in.hashes)
+	t.row.HumanNotes = int32(len(in.notes))
+	t.before = r.Ledger.ByCaller()
+
+	plan, ok := t.plan(ctx)
+	if !ok {
+		return t.out
+	}
+	trace, ok := t.trial(ctx, plan)
+	if !ok || !t.settle(plan, trace) {
+		return t.out
+	}
+	feedback, ok := t.feedback(ctx, plan, trace)
+	if !ok || !t.propose(ctx, feedback) {
+		return t.out
+	}
+	t.end(nil)
+	return t.out
+}
+
+// abort ends the task's work on an error that leaves no metric row.
+func (t *taskRun) abort(err error) bool {
+	t.out.err = err
+	return false
+}
+
+// end ends the task's work with its metric row, and err (nil for none).
+func (t *taskRun) end(err error) bool {
+	t.out.err = err
+	t.out.row = t.r.finishRow(t.row, t.before)
+	return false
+}
+
+func (t *taskRun) lab() bool { return t.r.AgentKind == AgentLab }
+
+// plan is step 1: the Planner writes the plan from the prior context the
+// condition allows. Agents other than the lab get no plan.
+func (t *taskRun) plan(ctx context.Context) (string, bool) {
+	exp := t.r.Config.Experiment
+	header, prior := t.in.book.priorContext(t.r.Spec.Condition, t.task.ID, exp.SharedNotes, exp.AllowCrossTaskFeedback, exp.PlannerContextMaxChars)
+	t.row.PlannerContextChars = int32(len(prior))
+	if !t.lab() {
+		return "", true
+	}
+	plan, fellBack, err := t.r.plannerFor("planner/"+t.trialID).Plan(ctx, mediator.PlanInput{
+		TaskID: t.task.ID, Iteration: t.it, Instruction: t.task.Instruction,
+		ExecutorSkill: t.in.skillText[conditions.RoleExecutor], PlannerSkill: t.in.skillText[conditions.RolePlanner],
+		PriorContext: prior, PriorContextHeader: header, Notes: t.in.notes,
+	})
+	if err != nil {
+		t.planFailed(ctx, err)
+		return "", false
+	}
+	if fellBack {
+		t.row.Fallbacks++
+	}
+	return plan, true
+}
+
+// planFailed records a trial that could not start because the Planner's
+// model failed: a spent budget stops the run, any other failure costs only
+// this trial.
+func (t *taskRun) planFailed(ctx context.Context, err error) {
+	fatal := t.r.fatal(ctx, err)
+	t.row.Status = string(executor.StatusAgentError)
+	if fatal {
+		t.out.err = fmt.Errorf("plan task %s: %w", t.task.ID, err)
+		t.row.Status = string(executor.StatusBudgetExhausted)
+	}
+	// No trial runs, so this attempt's outcome cannot reward the entries
+	// the earlier ones left pending: they are dropped.
+	if _, serr := t.r.history.Settle(t.task.ID, t.it, t.trialID, nil, false, t.row.Status); serr != nil {
+		t.abort(serr)
+		return
+	}
+	if !fatal {
+		t.r.emit(Event{Kind: EventTrialDone, Iteration: t.it, Task: t.task.ID, Status: t.row.Status, Message: err.Error()})
+	}
+	t.out.row = t.r.finishRow(t.row, t.before)
+}
+
+// trial is step 2: the Executor works in a fresh sandbox and the verifier
+// scores it. A job directory left by an attempt a crash cut short is
+// cleared first, so its files never mix with this attempt's.
+func (t *taskRun) trial(ctx context.Context, plan string) (*executor.Trace, bool) {
+	jobDir := t.r.Dir.Join(rundir.JobDir(t.task.ID, t.it))
+	if err := os.RemoveAll(jobDir); err != nil {
+		return nil, t.abort(fmt.Errorf("clear job directory %s: %w", jobDir, err))
+	}
+	t.r.emit(Event{Kind: EventTrialStart, Iteration: t.it, Task: t.task.ID})
+	trace := t.r.Trials.Run(ctx, executor.TrialSpec{
+		Task: t.task, Agent: t.r.NewAgent(t.student), Plan: plan, ExecutorSkill: t.in.skillText[conditions.RoleExecutor],
+		JobDir: jobDir,
+		RunID:  t.r.Dir.ID, Row: t.r.Spec.Name, Iteration: t.it, TrialID: t.trialID,
+		Seed: trialSeed(t.r.Spec.Seed, t.trialID), Caller: string(conditions.RoleExecutor) + "/" + t.student + "/" + t.trialID,
+	})
+	if ctx.Err() != nil {
+		return nil, t.abort(ctx.Err())
+	}
+	fillTraceColumns(&t.row, trace)
+	for _, w := range trace.Warnings {
+		t.out.warnings = append(t.out.warnings, t.task.ID+": "+w)
+	}
+	if err := durable.WriteJSON(t.r.Dir.Join(rundir.TracePath(t.task.ID, t.it)), trace); err != nil {
+		return nil, t.abort(err)
+	}
+	// Spent is spent, even if the process dies before the checkpoint.
+	if err := t.r.saveSpend(); err != nil {
+		return nil, t.abort(err)
+	}
+	t.r.emit(Event{Kind: EventTrialDone, Iteration: t.it, Task: t.task.ID, Status: string(trace.Status), Reward: trace.Reward,
+		Warnings: trace.Warnings})
+	return trace, true
+}
+
+// settle is step 3: the trial's reward becomes the delayed reward of the
+// entries that fed this task's earlier work, and the plan is recorded. An
+// unusable trace ends the task's work here.
+func (t *taskRun) settle(plan string, trace *executor.Trace) bool {
+	if _, err := t.r.history.Settle(t.task.ID, t.it, t.trialID, trace.Reward, trace.Usable(), string(trace.Status)); err != nil {
+		return t.abort(err)
+	}
+	if t.lab() {
+		if err := t.r.history.Add(rundir.Entry{ID: t.r.entryID(t.it, t.task.ID, rundir.EntryPlan), Role: string(conditions.RolePlanner),
+			Kind: rundir.EntryPlan, TaskID: t.task.ID, Iteration: t.it, Content: plan,
+			SkillHash: t.in.hashes[conditions.RolePlanner], TrialID: t.trialID}); err != nil {
+			return t.abort(err)
+		}
+	}
+	if trace.Usable() {
+		return true
+	}
+	var err error
+	if trace.Status == executor.StatusBudgetExhausted {
+		err = llm.ErrBudgetExhausted
+	}
+	return t.end(err)
+}
+
+// feedback is step 4: what the next iteration may learn from this trial,
+// a trace summary or a Mediator report, as the condition says.
+func (t *taskRun) feedback(ctx context.Context, plan string, trace *executor.Trace) (string, bool) {
+	digest := digestTrace(trace, plan, t.r.Config.Experiment.TaskOutputMaxChars)
+	switch t.r.Spec.Condition {
+	case conditions.FullTraces:
+		return t.summary(ctx, digest)
+	case conditions.StaticMediator, conditions.LearnedMediator:
+		return t.report(ctx, digest)
+	}
+	return "", true
+}
+
+func (t *taskRun) summary(ctx context.Context, digest mediator.TraceDigest) (string, bool) {
+	summary, fellBack, err := t.r.summarise(ctx, t.task.ID, t.it, digest)
+	if err != nil {
+		if t.r.fatal(ctx, err) {
+			return "", t.end(err)
+		}
+		summary, fellBack = capText(traceSummaryText(digest), summaryCompactAbove), true
+	}
+	if fellBack {
+		t.row.Fallbacks++
+	}
+	t.r.mu.Lock()
+	t.r.st.Feedback.addTrace(traceNote{TaskID: t.task.ID, Iteration: t.it, Summary: summary}, t.r.Config.Experiment.FullTracesWindow)
+	t.r.mu.Unlock()
+	return summary, true
+}
+
+func (t *taskRun) report(ctx context.Context, digest mediator.TraceDigest) (string, bool) {
+	med := *t.r.mediator
+	med.Caller = string(conditions.RoleMediator) + "/" + t.trialID
+	rep, err := med.Report(ctx, t.in.skillText[conditions.RoleMediator], digest)
+	if err != nil {
+		if t.r.fatal(ctx, err) {
+			return "", t.end(fmt.Errorf("mediate task %s: %w", t.task.ID, err))
+		}
+		// A Mediator whose model failed for good reports nothing this time.
+		rep = mediator.Report{Withheld: true, Reason: "mediator call failed: " + err.Error(), FellBack: true}
+	}
+	if rep.FellBack {
+		t.row.Fallbacks++
+	}
+	withheld := rep.Withheld
+	t.row.ReportWithheld = &withheld
+	id := t.r.entryID(t.it, t.task.ID, rundir.EntryReport)
+	rel := rundir.ReportPath(t.task.ID, t.it)
+	hash := t.in.hashes[conditions.RoleMediator]
+	if err := durable.WriteJSON(filepath.Join(t.r.Dir.Path, rel), map[string]any{
+		"entry_id": id, "task_id": t.task.ID, "iteration": t.it, "trial_id": t.trialID,
+		"withheld": rep.Withheld, "reason": rep.Reason, "abstraction_level": rep.AbstractionLevel,
+		"content": rep.Content, "protocol_hash": hash,
+	}); err != nil {
+		return "", t.abort(err)
+	}
+	if err := t.r.history.Add(rundir.Entry{ID: id, Role: string(conditions.RoleMediator), Kind: rundir.EntryReport,
+		TaskID: t.task.ID, Iteration: t.it, Content: rep.Content, Path: rel, Withheld: rep.Withheld,
+		SkillHash: hash, TrialID: t.trialID}); err != nil {
+		return "", t.abort(err)
+	}
+	if rep.Withheld {
+		return "", true
+	}
+	t.r.mu.Lock()
+	t.r.st.Feedback.Reports[t.task.ID] = reportNote{TaskID: t.task.ID, Iteration: t.it, EntryID: id, Content: rep.Content}
+	t.r.mu.Unlock()
+	return rep.Content, true
+}
+
+// propose is step 5: an executor-skill proposal, when the policy and the
+// feedback allow one. It is buffered for the next Advisor batch.
+func (t *taskRun) propose(ctx context.Context, feedback string) bool {
+	if !t.r.Spec.Policy.Executor || feedback == "" || !t.lab() {
+		return true
+	}
+	ans, fellBack, err := t.r.plannerFor("planner/"+t.trialID+"/proposal").Propose(ctx, mediator.ProposalInput{
+		TaskID: t.task.ID, Iteration: t.it, Instruction: t.task.Instruction,
+		ExecutorSkill: t.in.skillText[conditions.RoleExecutor], PlannerSkill: t.in.skillText[conditions.RolePlanner],
+		Feedback: feedback, FeedbackKind: string(t.r.Spec.Condition.ProposalFeedback()),
+		RecentRejections: t.r.recentRejections(),
+	})
+	if err != nil {
+		if t.r.fatal(ctx, err) {
+			return t.end(fmt.Errorf("propose for task %s: %w", t.task.ID, err))
+		}
+		ans, fellBack = mediator.ProposalAnswer{}, true
+	}
+	if fellBack {
+		t.row.Fallbacks++
+	}
+	if !ans.Propose {
+		return true
+	}
+	id := t.r.entryID(t.it, t.task.ID, rundir.EntryProposal)
+	if err := t.r.history.Add(rundir.Entry{ID: id, Role: string(conditions.RolePlanner), Kind: rundir.EntryProposal,
+		TaskID: t.task.ID, Iteration: t.it, Content: ans.NewContent,
+		SkillHash: t.in.hashes[conditions.RolePlanner], TrialID: t.trialID}); err != nil {
+		return t.abort(err)
+	}
+	// The proposal came from this trial's plan and, under a mediator
+	// condition, its report: name those entries that exist.
+	var entryIDs []string
+	for _, kind := range []string{rundir.EntryPlan, rundir.EntryReport} {
+		eid := t.r.entryID(t.it, t.task.ID, kind)
+		if _, ok := t.r.history.Entry(eid); ok {
+			entryIDs = append(entryIDs, eid)
+		}
+	}
+	t.out.proposal = &mediator.Proposal{ID: id, TaskID: t.task.ID, Iteration: t.it, EntryIDs: entryIDs,
+		OldContent: ans.OldContent, NewContent: ans.NewContent, Reasoning: ans.Reasoning}
+	t.row.ProposalBuffered = true
+	return true
+}
