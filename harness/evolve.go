@@ -143,56 +143,70 @@ func (r *Run) reviewBatch(ctx context.Context, it int) (_ []rundir.SkillUpdate, 
 	if err != nil {
 		return nil, err
 	}
+	draft, advice, err := r.draftCandidate(ctx, it, batchID, batch, current)
+	if err != nil || draft == "" {
+		return nil, err
+	}
+	return r.gateCandidate(ctx, it, batchID, batch, current, draft, advice)
+}
+
+// draftCandidate asks the Advisor to review the batch and, when it
+// approves, the Planner to draft the new executor skill. A batch the
+// Advisor rejects, or a draft that is unusable, is recorded as rejected and
+// returns no draft.
+func (r *Run) draftCandidate(ctx context.Context, it int, batchID string, batch []mediator.Proposal, current *skills.Skill) (draft, advice string, err error) {
 	adv := *r.advisor
 	adv.Caller = "coevo/advisor/" + batchID
-	advice, err := adv.Review(ctx, batchID, string(current.Content), batch)
+	review, err := adv.Review(ctx, batchID, string(current.Content), batch)
 	if err != nil {
 		if r.fatal(ctx, err) {
-			return nil, fmt.Errorf("advisor review of batch %s: %w", batchID, err)
+			return "", "", fmt.Errorf("advisor review of batch %s: %w", batchID, err)
 		}
-		return nil, r.reject(rejection{Type: "batch", BatchID: batchID, Iteration: it,
+		return "", "", r.reject(rejection{Type: "batch", BatchID: batchID, Iteration: it,
 			Reason: "the Advisor's model failed: " + err.Error(), Proposals: batch})
 	}
-	if !advice.Approve {
-		return nil, r.reject(rejection{Type: "batch", BatchID: batchID, Iteration: it,
-			Reason: "the Advisor rejected the batch", Advice: advice.Feedback, Proposals: batch})
+	if !review.Approve {
+		return "", "", r.reject(rejection{Type: "batch", BatchID: batchID, Iteration: it,
+			Reason: "the Advisor rejected the batch", Advice: review.Feedback, Proposals: batch})
 	}
+	advice = review.Feedback
 	pl := *r.planner
 	pl.Caller = "coevo/draft/" + batchID
-	draft, fellBack, err := pl.Draft(ctx, string(current.Content), batch, advice.Feedback)
+	draft, fellBack, err := pl.Draft(ctx, string(current.Content), batch, advice)
 	if err != nil {
 		if r.fatal(ctx, err) {
-			return nil, fmt.Errorf("draft executor skill for batch %s: %w", batchID, err)
+			return "", "", fmt.Errorf("draft executor skill for batch %s: %w", batchID, err)
 		}
-		return nil, r.reject(rejection{Type: "candidate", BatchID: batchID, Iteration: it,
-			Reason: "the Planner's model failed while drafting: " + err.Error(), Advice: advice.Feedback, Proposals: batch})
+		return "", "", r.reject(rejection{Type: "candidate", BatchID: batchID, Iteration: it,
+			Reason: "the Planner's model failed while drafting: " + err.Error(), Advice: advice, Proposals: batch})
 	}
 	if fellBack || strings.TrimSpace(draft) == strings.TrimSpace(string(current.Content)) {
-		return nil, r.reject(rejection{Type: "candidate", BatchID: batchID, Iteration: it,
-			Reason: "the Planner produced no usable draft", Advice: advice.Feedback, Proposals: batch, Candidate: draft})
+		return "", "", r.reject(rejection{Type: "candidate", BatchID: batchID, Iteration: it,
+			Reason: "the Planner produced no usable draft", Advice: advice, Proposals: batch, Candidate: draft})
 	}
 	if _, err := skills.Parse([]byte(draft)); err != nil {
-		return nil, r.reject(rejection{Type: "candidate", BatchID: batchID, Iteration: it,
-			Reason: "the draft is not a valid skill: " + err.Error(), Advice: advice.Feedback, Proposals: batch, Candidate: draft})
+		return "", "", r.reject(rejection{Type: "candidate", BatchID: batchID, Iteration: it,
+			Reason: "the draft is not a valid skill: " + err.Error(), Advice: advice, Proposals: batch, Candidate: draft})
 	}
+	return draft, advice, nil
+}
 
+// gateCandidate validates a drafted executor skill against the current one
+// and adopts it only when the gate accepts it.
+func (r *Run) gateCandidate(ctx context.Context, it int, batchID string, batch []mediator.Proposal, current *skills.Skill,
+	draft, advice string) ([]rundir.SkillUpdate, error) {
 	evidenceDir := rundir.ValidationBatchDir(batchID)
-	// Evidence an attempt at this batch left before a stop is cleared, so
-	// it never mixes with this attempt's.
-	if err := os.RemoveAll(filepath.Join(r.Dir.Path, evidenceDir)); err != nil {
-		return nil, fmt.Errorf("clear validation evidence %s: %w", evidenceDir, err)
-	}
 	decision, err := r.validate(ctx, batchID, batch, string(current.Content), draft, filepath.Join(r.Dir.Path, evidenceDir))
 	if err != nil {
 		return nil, err
 	}
 	if !decision.Accept {
 		return nil, r.reject(rejection{Type: "candidate", BatchID: batchID, Iteration: it,
-			Reason: "validation rejected the candidate: " + decision.Reason, Advice: advice.Feedback,
+			Reason: "validation rejected the candidate: " + decision.Reason, Advice: advice,
 			Proposals: batch, Candidate: draft, Decision: &decision, Evidence: evidenceDir})
 	}
 	prov := Provenance{ID: string(conditions.RoleExecutor) + "/" + batchID, Role: string(conditions.RoleExecutor), Flow: "advisor_gate", Iteration: it,
-		BatchID: batchID, Advice: advice.Feedback, Rule: decision.Rule, Numbers: decision.Numbers,
+		BatchID: batchID, Advice: advice, Rule: decision.Rule, Numbers: decision.Numbers,
 		Evidence: evidenceDir, Rewards: map[string]*float64{}}
 	for _, p := range batch {
 		prov.ProposalIDs = append(prov.ProposalIDs, p.ID)

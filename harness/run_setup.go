@@ -27,58 +27,15 @@ var ErrConfigChanged = errors.New("the configuration changed since the run start
 func (r *Run) open() error {
 	dir := r.Dir.Path
 	r.store = &skills.Store{Root: filepath.Join(dir, rundir.SkillsDir)}
-	fingerprint := config.Fingerprint(r.Config)
-	st, err := loadCheckpoint(r.Dir)
+	st, err := r.startOrRestore()
 	if err != nil {
 		return err
-	}
-	if st == nil {
-		if _, err := skills.ValidateTree(r.store.Root); err != nil {
-			return fmt.Errorf("skills of row %s: %w", r.Spec.Name, err)
-		}
-		st = newState(r.Dir.ID, r.Spec.Name, fingerprint)
-		// A fresh run starts from empty logs, even if an earlier attempt
-		// crashed before its first checkpoint.
-		for _, f := range []string{rundir.HistoryFile, rundir.RejectedFile, rundir.SkillUpdatesFile, rundir.ReflectionsFile} {
-			if err := durable.TruncateLines(filepath.Join(dir, f), 0); err != nil {
-				return err
-			}
-		}
-	} else {
-		if st.ConfigFingerprint != fingerprint && !r.ForceResume {
-			return fmt.Errorf("%w: %s started with fingerprint %s, now %s; resume with the original configuration, or force it (--force) knowing the rows will not be comparable",
-				ErrConfigChanged, dir, short(st.ConfigFingerprint), short(fingerprint))
-		}
-		if st.ConfigFingerprint != fingerprint {
-			// Forced: from here on the run follows the new configuration,
-			// and its records say so.
-			if err := r.Dir.RecordForcedResume(r.Config, r.Meta, st.CompletedIteration+1); err != nil {
-				return err
-			}
-			st.ConfigFingerprint = fingerprint
-			if err := st.Save(dir); err != nil {
-				return err
-			}
-		}
-		if err := r.rewind(st); err != nil {
-			return fmt.Errorf("restore %s to iteration %d: %w", dir, st.CompletedIteration, err)
-		}
 	}
 	r.st = st
 	if r.Ledger != nil {
 		r.Ledger.Restore(st.Ledger)
 	}
-
-	if r.history, err = rundir.OpenHistory(filepath.Join(dir, rundir.HistoryFile)); err != nil {
-		return err
-	}
-	if r.rejected, err = durable.OpenLog(filepath.Join(dir, rundir.RejectedFile)); err != nil {
-		return err
-	}
-	if r.updates, err = durable.OpenLog(filepath.Join(dir, rundir.SkillUpdatesFile)); err != nil {
-		return err
-	}
-	if r.reflections, err = durable.OpenLog(filepath.Join(dir, rundir.ReflectionsFile)); err != nil {
+	if err := r.openLogs(); err != nil {
 		return err
 	}
 	if st.CompletedIteration == 0 {
@@ -89,14 +46,7 @@ func (r *Run) open() error {
 			return err
 		}
 	}
-
-	exp := r.Config.Experiment
-	seed := r.Spec.Seed
-	r.planner = &mediator.Planner{Client: r.Clients.Get(conditions.RolePlanner), Caller: string(conditions.RolePlanner), Seed: seed, MaxContextChars: exp.PlannerContextMaxChars}
-	r.mediator = &mediator.Mediator{Client: r.Clients.Get(conditions.RoleMediator), Caller: string(conditions.RoleMediator), MaxChars: exp.ReportMaxChars, Seed: seed}
-	r.advisor = &mediator.Advisor{Client: r.Clients.Get(conditions.RoleAdvisor), Caller: "coevo/advisor", Seed: seed}
-	r.reflector = &mediator.Reflector{Client: r.Clients.Get(conditions.RoleReflector), Caller: "coevo/reflector",
-		MinChangedWords: r.Config.Reflection.MinChangedWords, Seed: seed}
+	r.makeRoles()
 	return r.Dir.UpdateManifest(func(m *rundir.Manifest) {
 		m.Status = rundir.StatusRunning
 		m.Error = ""
@@ -105,6 +55,77 @@ func (r *Run) open() error {
 		m.Counts = maps.Clone(r.st.Counts)
 		m.TrialWarnings = maps.Clone(r.st.Warnings)
 	})
+}
+
+// startOrRestore returns a fresh state for a new run, or the checkpoint of
+// a resumed one with the append-only files cut back to it.
+func (r *Run) startOrRestore() (*State, error) {
+	dir := r.Dir.Path
+	fingerprint := config.Fingerprint(r.Config)
+	st, err := loadCheckpoint(r.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		if _, err := skills.ValidateTree(r.store.Root); err != nil {
+			return nil, fmt.Errorf("skills of row %s: %w", r.Spec.Name, err)
+		}
+		// A fresh run starts from empty logs, even if an earlier attempt
+		// crashed before its first checkpoint.
+		for _, f := range []string{rundir.HistoryFile, rundir.RejectedFile, rundir.SkillUpdatesFile, rundir.ReflectionsFile} {
+			if err := durable.TruncateLines(filepath.Join(dir, f), 0); err != nil {
+				return nil, err
+			}
+		}
+		return newState(r.Dir.ID, r.Spec.Name, fingerprint), nil
+	}
+	if st.ConfigFingerprint != fingerprint && !r.ForceResume {
+		return nil, fmt.Errorf("%w: %s started with fingerprint %s, now %s; resume with the original configuration, or force it (--force) knowing the rows will not be comparable",
+			ErrConfigChanged, dir, short(st.ConfigFingerprint), short(fingerprint))
+	}
+	if st.ConfigFingerprint != fingerprint {
+		// Forced: from here on the run follows the new configuration, and
+		// its records say so.
+		if err := r.Dir.RecordForcedResume(r.Config, r.Meta, st.CompletedIteration+1); err != nil {
+			return nil, err
+		}
+		st.ConfigFingerprint = fingerprint
+		if err := st.Save(dir); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.rewind(st); err != nil {
+		return nil, fmt.Errorf("restore %s to iteration %d: %w", dir, st.CompletedIteration, err)
+	}
+	return st, nil
+}
+
+// openLogs opens the run's append-only records for writing.
+func (r *Run) openLogs() error {
+	dir := r.Dir.Path
+	var err error
+	if r.history, err = rundir.OpenHistory(filepath.Join(dir, rundir.HistoryFile)); err != nil {
+		return err
+	}
+	if r.rejected, err = durable.OpenLog(filepath.Join(dir, rundir.RejectedFile)); err != nil {
+		return err
+	}
+	if r.updates, err = durable.OpenLog(filepath.Join(dir, rundir.SkillUpdatesFile)); err != nil {
+		return err
+	}
+	r.reflections, err = durable.OpenLog(filepath.Join(dir, rundir.ReflectionsFile))
+	return err
+}
+
+// makeRoles binds the lab's model-backed roles to their clients.
+func (r *Run) makeRoles() {
+	exp := r.Config.Experiment
+	seed := r.Spec.Seed
+	r.planner = &mediator.Planner{Client: r.Clients.Get(conditions.RolePlanner), Caller: string(conditions.RolePlanner), Seed: seed, MaxContextChars: exp.PlannerContextMaxChars}
+	r.mediator = &mediator.Mediator{Client: r.Clients.Get(conditions.RoleMediator), Caller: string(conditions.RoleMediator), MaxChars: exp.ReportMaxChars, Seed: seed}
+	r.advisor = &mediator.Advisor{Client: r.Clients.Get(conditions.RoleAdvisor), Caller: "coevo/advisor", Seed: seed}
+	r.reflector = &mediator.Reflector{Client: r.Clients.Get(conditions.RoleReflector), Caller: "coevo/reflector",
+		MinChangedWords: r.Config.Reflection.MinChangedWords, Seed: seed}
 }
 
 func short(s string) string {
