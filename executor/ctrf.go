@@ -58,9 +58,9 @@ func ParseCTRF(data []byte) (Tests, error) {
 			continue // not an object: nothing to count
 		}
 		r := TestResult{
-			Name:    clip(flexString(entry["name"]), maxCTRFName),
+			Name:    Clip(flexString(entry["name"]), maxCTRFName),
 			Status:  normalizeTestStatus(flexString(entry["status"])),
-			Message: clip(flexString(entry["message"]), maxCTRFMessage),
+			Message: Clip(flexString(entry["message"]), maxCTRFMessage),
 		}
 		if d, ok := flexNumber(entry["duration"]); ok && d >= 0 && !math.IsInf(d*scale, 0) {
 			r.Duration = d * scale

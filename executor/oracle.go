@@ -45,7 +45,7 @@ func (OracleAgent) Run(ctx context.Context, in AgentInput) (AgentResult, error) 
 	}
 	res, err := in.Sandbox.Exec(ctx, ExecRequest{
 		Cmd:     []string{"bash", SolutionDir + "/solve.sh"},
-		Env:     envList(in.Task.Config.Solution.Env),
+		Env:     EnvList(in.Task.Config.Solution.Env),
 		Timeout: timeout,
 		User:    in.Task.Config.Agent.User, // the oracle is an agent: it runs as the agent's user
 	})

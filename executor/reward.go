@@ -93,11 +93,11 @@ func parseRewardText(data []byte) (float64, error) {
 
 func parseDecimal(s string) (float64, error) {
 	if !decimalNumber.MatchString(s) {
-		return 0, fmt.Errorf("%q is not a decimal number", clip(s, 40))
+		return 0, fmt.Errorf("%q is not a decimal number", Clip(s, 40))
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, fmt.Errorf("%q is not a finite number", clip(s, 40))
+		return 0, fmt.Errorf("%q is not a finite number", Clip(s, 40))
 	}
 	return v, nil
 }
@@ -127,11 +127,11 @@ func parseRewardJSON(data []byte) (map[string]float64, error) {
 	for k, v := range raw {
 		n, ok := v.(json.Number)
 		if !ok {
-			return nil, fmt.Errorf("entry %q is %s, not a number", clip(k, 40), jsonKind(v))
+			return nil, fmt.Errorf("entry %q is %s, not a number", Clip(k, 40), jsonKind(v))
 		}
 		f, err := n.Float64()
 		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return nil, fmt.Errorf("entry %q: %s is not a finite number", clip(k, 40), clip(n.String(), 40))
+			return nil, fmt.Errorf("entry %q: %s is not a finite number", Clip(k, 40), Clip(n.String(), 40))
 		}
 		out[k] = f
 	}
@@ -153,7 +153,7 @@ func mainRewardKey(all map[string]float64) (string, error) {
 	}
 	slices.Sort(keys)
 	return "", fmt.Errorf("no %q entry among %d entries (%s); name the main one %q",
-		MainRewardKey, len(keys), clip(strings.Join(keys, ", "), 80), MainRewardKey)
+		MainRewardKey, len(keys), Clip(strings.Join(keys, ", "), 80), MainRewardKey)
 }
 
 func checkUnitRange(v float64) error {
@@ -222,8 +222,8 @@ func ApplyRewardMode(mode string, verifierReward float64, tests Tests, haveTests
 	}
 }
 
-// clip shortens s to at most n bytes for an error message, keeping it valid UTF-8.
-func clip(s string, n int) string {
+// Clip shortens s to at most n bytes for an error message, keeping it valid UTF-8.
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -77,8 +77,8 @@ func StoppedByTimeout(code int, ran, limit time.Duration) bool {
 	return (code == 124 || code == 137) && ran >= limit
 }
 
-// envList renders an environment map as sorted KEY=VALUE entries.
-func envList(m map[string]string) []string {
+// EnvList renders an environment map as sorted KEY=VALUE entries.
+func EnvList(m map[string]string) []string {
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, k+"="+m[k])

@@ -175,7 +175,7 @@ func (r *Runner) Run(ctx context.Context, spec TrialSpec) *Trace {
 		if err := sb.Close(ctx); err != nil {
 			addError(tr, fmt.Errorf("clean up sandbox: %w", err))
 		} else if tr.Cancelled {
-			tr.Errors = append(tr.Errors, "sandbox "+shortID(sb.ID())+" removed after cancellation")
+			tr.Errors = append(tr.Errors, "sandbox "+ShortID(sb.ID())+" removed after cancellation")
 		}
 	}()
 
@@ -352,7 +352,7 @@ func (r *Runner) excerptCap() int {
 }
 
 func addError(tr *Trace, err error) {
-	tr.Errors = append(tr.Errors, clip(err.Error(), maxTraceError))
+	tr.Errors = append(tr.Errors, Clip(err.Error(), maxTraceError))
 }
 
 // excerpt shortens s to about max bytes, keeping its head and a longer tail
@@ -369,8 +369,8 @@ func excerpt(s string, max int) string {
 		strings.ToValidUTF8(s[len(s)-tail:], "")
 }
 
-// shortID is the short form of a sandbox id that logs show.
-func shortID(id string) string {
+// ShortID is the short form of a sandbox id that logs show.
+func ShortID(id string) string {
 	if len(id) > 12 {
 		return id[:12]
 	}

@@ -31,8 +31,8 @@ const (
 	maxRewardFile   = 64 << 10
 	maxCTRFFile     = 32 << 20
 	maxVerifierLogs = 256 << 20
-	// fileOpTimeout bounds the verifier's small preparing command.
-	fileOpTimeout = 60 * time.Second
+	// FileOpTimeout bounds the verifier's small preparing command.
+	FileOpTimeout = 60 * time.Second
 )
 
 // verifyScript runs test.sh with its output both captured and kept in the
@@ -294,11 +294,11 @@ func runTests(ctx context.Context, sb Sandbox, task *benchmarks.Task, testsDir, 
 		// runs as.
 		prep, err := sb.Exec(ctx, ExecRequest{
 			Cmd:     []string{"sh", "-c", prepareScript(opts)},
-			Timeout: fileOpTimeout,
+			Timeout: FileOpTimeout,
 			User:    "0",
 		})
 		if err == nil && (prep.ExitCode != 0 || prep.TimedOut) {
-			err = fmt.Errorf("exit code %d: %s", prep.ExitCode, clip(strings.TrimSpace(prep.Stderr), 300))
+			err = fmt.Errorf("exit code %d: %s", prep.ExitCode, Clip(strings.TrimSpace(prep.Stderr), 300))
 		}
 		if err != nil {
 			return ExecResult{}, fmt.Errorf("prepare %s and %s: %w", TestsDir, VerifierLogDir, err)
@@ -309,7 +309,7 @@ func runTests(ctx context.Context, sb Sandbox, task *benchmarks.Task, testsDir, 
 	}
 	res, err := sb.Exec(ctx, ExecRequest{
 		Cmd:       []string{"bash", "-c", script},
-		Env:       envList(task.Config.Verifier.Env),
+		Env:       EnvList(task.Config.Verifier.Env),
 		Timeout:   opts.Timeout,
 		OutputCap: opts.OutputCap,
 		User:      user,
@@ -330,7 +330,7 @@ func prepareFailure(res ExecResult, token string) error {
 	if strconv.Itoa(res.ExitCode) != prepareFailedCode || !strings.Contains(res.Stderr, prepareFailed+" "+token) {
 		return nil
 	}
-	return fmt.Errorf("prepare %s and %s: exit code %d: %s", TestsDir, VerifierLogDir, res.ExitCode, clip(strings.TrimSpace(res.Stderr), 300))
+	return fmt.Errorf("prepare %s and %s: exit code %d: %s", TestsDir, VerifierLogDir, res.ExitCode, Clip(strings.TrimSpace(res.Stderr), 300))
 }
 
 // Markers of the streamed verifier script.
@@ -398,7 +398,7 @@ func verifyStreamed(ctx context.Context, sb Sandbox, task *benchmarks.Task, test
 	token := randomHex()
 	res, err = sb.Exec(ctx, ExecRequest{
 		Cmd:     []string{"bash", "-c", processesScript(opts) + fmt.Sprintf(streamedScript, secs, token)},
-		Env:     envList(task.Config.Verifier.Env),
+		Env:     EnvList(task.Config.Verifier.Env),
 		Stdin:   in,
 		Stdout:  outW,
 		Timeout: limit + streamMargin, // room for the tars around test.sh's own limit

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"path"
 	"slices"
@@ -38,8 +37,6 @@ const (
 	// hostGrace is how long past the in-container limit the host waits
 	// before it stops reading: enough for SIGTERM, SIGKILL and teardown.
 	hostGrace = killAfter + 5*time.Second
-	// fileOpTimeout bounds the small helper commands (mkdir, read, write).
-	fileOpTimeout = 60 * time.Second
 	// removeTimeout bounds container removal, which runs even after the
 	// trial's context is cancelled.
 	removeTimeout = 2 * time.Minute
@@ -95,7 +92,7 @@ func containerConfig(spec executor.ContainerSpec, rt config.ExecutorRuntime, hos
 		Entrypoint: slices.Clone(keepAlive),
 		Cmd:        []string{}, // the image's CMD would be appended to the entrypoint
 		WorkingDir: env.Workdir,
-		Env:        envList(env.Env),
+		Env:        executor.EnvList(env.Env),
 		Labels:     containerLabels(spec),
 	}
 	cpus := env.CPUs
@@ -152,15 +149,6 @@ func storageOptRefused(err error) bool {
 	}
 	msg := strings.ToLower(err.Error())
 	return strings.Contains(msg, "storage-opt") || strings.Contains(msg, "storage opt")
-}
-
-// envList renders an environment map as sorted KEY=VALUE entries.
-func envList(m map[string]string) []string {
-	var out []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		out = append(out, k+"="+m[k])
-	}
-	return out
 }
 
 // Start creates and starts a fresh container for one trial. The caller must
@@ -287,17 +275,10 @@ func (c *Container) Close(ctx context.Context) error {
 		defer cancel()
 		err := c.d.cli.ContainerRemove(rctx, c.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 		if err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
-			c.closeErr = fmt.Errorf("remove container %s: %w", shortID(c.id), err)
+			c.closeErr = fmt.Errorf("remove container %s: %w", executor.ShortID(c.id), err)
 		}
 	})
 	return c.closeErr
-}
-
-func shortID(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
 }
 
 // Exec runs req.Cmd under coreutils timeout, so the limit holds inside the
@@ -330,15 +311,15 @@ func (c *Container) exec(ctx context.Context, req executor.ExecRequest, killOnAb
 		AttachStdout: true,
 		AttachStderr: true,
 	}
-	what := "exec " + clip(strings.Join(req.Cmd, " "), 80)
+	what := "exec " + executor.Clip(strings.Join(req.Cmd, " "), 80)
 	created, err := c.d.cli.ContainerExecCreate(ctx, c.id, opts)
 	if err != nil {
-		return executor.ExecResult{}, fmt.Errorf("%s in container %s: %w", what, shortID(c.id), err)
+		return executor.ExecResult{}, fmt.Errorf("%s in container %s: %w", what, executor.ShortID(c.id), err)
 	}
 	start := time.Now()
 	hj, err := c.d.cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
 	if err != nil {
-		return executor.ExecResult{}, fmt.Errorf("%s in container %s: attach: %w", what, shortID(c.id), err)
+		return executor.ExecResult{}, fmt.Errorf("%s in container %s: attach: %w", what, executor.ShortID(c.id), err)
 	}
 	defer hj.Close()
 	if req.Stdin != nil {
@@ -484,7 +465,7 @@ func (w *capWriter) String() string { return w.buf.String() }
 // helper runs a small file-handling command and turns a failure into an error.
 func (c *Container) helper(ctx context.Context, what string, req executor.ExecRequest) (executor.ExecResult, error) {
 	if req.Timeout == 0 {
-		req.Timeout = fileOpTimeout
+		req.Timeout = executor.FileOpTimeout
 	}
 	res, err := c.Exec(ctx, req)
 	if err != nil {
@@ -498,7 +479,7 @@ func (c *Container) helper(ctx context.Context, what string, req executor.ExecRe
 		if msg == "" {
 			msg = "exit code " + strconv.Itoa(res.ExitCode)
 		}
-		return res, fmt.Errorf("%s: %s", what, clip(msg, 500))
+		return res, fmt.Errorf("%s: %s", what, executor.Clip(msg, 500))
 	}
 	return res, nil
 }
@@ -585,19 +566,11 @@ func (c *Container) copyTreeInto(ctx context.Context, hostDir, parent, name stri
 func (c *Container) CopyOut(ctx context.Context, p string, w io.Writer) error {
 	rc, _, err := c.d.cli.CopyFromContainer(ctx, c.id, p)
 	if err != nil {
-		return fmt.Errorf("copy %s out of container %s: %w", p, shortID(c.id), err)
+		return fmt.Errorf("copy %s out of container %s: %w", p, executor.ShortID(c.id), err)
 	}
 	defer rc.Close()
 	if _, err := io.Copy(w, rc); err != nil {
-		return fmt.Errorf("copy %s out of container %s: %w", p, shortID(c.id), err)
+		return fmt.Errorf("copy %s out of container %s: %w", p, executor.ShortID(c.id), err)
 	}
 	return nil
-}
-
-// clip cuts s to n bytes, marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
 }

@@ -813,8 +813,8 @@ func TestDockerGCRemovesLeftover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(report.Containers) != 1 || !strings.Contains(report.Containers[0], shortID(c.ID())) {
-		t.Errorf("report = %+v, want the one leftover %s", report, shortID(c.ID()))
+	if len(report.Containers) != 1 || !strings.Contains(report.Containers[0], executor.ShortID(c.ID())) {
+		t.Errorf("report = %+v, want the one leftover %s", report, executor.ShortID(c.ID()))
 	}
 	if left := listByLabel(t, d, LabelRun+"="+runID); len(left) != 0 {
 		t.Errorf("leftover container survived GC")
@@ -832,7 +832,7 @@ func TestDockerGCRemovesLeftover(t *testing.T) {
 		t.Fatalf("GC removed a live run's container")
 	}
 	report, err = d.GC(ctx, GCOptions{RunID: liveRun, Force: true})
-	if err != nil || len(report.Containers) != 1 || !strings.Contains(report.Containers[0], shortID(live.ID())) {
+	if err != nil || len(report.Containers) != 1 || !strings.Contains(report.Containers[0], executor.ShortID(live.ID())) {
 		t.Errorf("forced GC of a live run: %+v (%v)", report, err)
 	}
 }
@@ -882,7 +882,7 @@ func TestDockerGCStaleImages(t *testing.T) {
 	}
 }
 
-func TestNewDockerUnreachable(t *testing.T) {
+func TestNewUnreachableEngine(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "absent.sock")
 	_, err := New(context.Background(), config.ExecutorRuntime{DockerHost: "unix://" + sock})
 	if err == nil || !strings.Contains(err.Error(), "cannot reach the Docker engine at unix://"+sock) ||

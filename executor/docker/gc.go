@@ -12,6 +12,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
+	"github.com/mediated-coevo/harness/executor"
 )
 
 // GCOptions says what GC removes.
@@ -68,7 +69,7 @@ func (d *Backend) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 	}
 	host, _ := os.Hostname()
 	for _, c := range list {
-		name := shortID(c.ID)
+		name := executor.ShortID(c.ID)
 		if len(c.Names) > 0 {
 			name = strings.TrimPrefix(c.Names[0], "/") + " (" + name + ")"
 		}
@@ -81,7 +82,7 @@ func (d *Backend) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 			err = d.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
 		}
 		if err != nil && !removalUnderway(err) {
-			errs = append(errs, fmt.Errorf("remove container %s: %w", shortID(c.ID), err))
+			errs = append(errs, fmt.Errorf("remove container %s: %w", executor.ShortID(c.ID), err))
 			continue
 		}
 		report.Containers = append(report.Containers, name)
@@ -98,13 +99,13 @@ func (d *Backend) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 				_, err = d.cli.ImageRemove(ctx, img.ID, image.RemoveOptions{Force: true, PruneChildren: true})
 			}
 			if err != nil && !cerrdefs.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("remove image %s: %w", shortID(strings.TrimPrefix(img.ID, "sha256:")), err))
+				errs = append(errs, fmt.Errorf("remove image %s: %w", executor.ShortID(strings.TrimPrefix(img.ID, "sha256:")), err))
 				continue
 			}
 			if len(img.RepoTags) > 0 {
 				report.Images = append(report.Images, img.RepoTags...)
 			} else {
-				report.Images = append(report.Images, shortID(strings.TrimPrefix(img.ID, "sha256:")))
+				report.Images = append(report.Images, executor.ShortID(strings.TrimPrefix(img.ID, "sha256:")))
 			}
 		}
 	}

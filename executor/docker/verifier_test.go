@@ -27,7 +27,7 @@ func TestDockerStreamedVerifier(t *testing.T) {
 	var execs int
 	r := executor.RunVerifier(context.Background(), countingSandbox{c, &execs}, task, executor.VerifyOptions{Timeout: 30 * time.Second, LogDir: logDir, OutputCap: 1024})
 	if r.Err != nil || r.Reward != 0.5 {
-		t.Fatalf("reward %v err %v output %q", r.Reward, r.Err, clip(r.Output, 300))
+		t.Fatalf("reward %v err %v output %q", r.Reward, r.Err, executor.Clip(r.Output, 300))
 	}
 	if r.ExitCode != 5 || r.TimedOut {
 		t.Errorf("exit code %d timed out %v, want test.sh's 5", r.ExitCode, r.TimedOut)
