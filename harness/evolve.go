@@ -141,6 +141,10 @@ func (r *Run) reviewBatch(ctx context.Context, it int) (_ []rundir.SkillUpdate, 
 		if e, ok := r.history.Entry(batch[i].ID); ok {
 			batch[i].DelayedReward = e.Reward
 		}
+		batch[i].LaterRewards = nil
+		for _, tr := range r.history.RewardsAfter(batch[i].TaskID, batch[i].Iteration) {
+			batch[i].LaterRewards = append(batch[i].LaterRewards, mediator.TrialReward{Iteration: tr.Iteration, Reward: tr.Reward})
+		}
 	}
 	current, err := r.store.Read(conditions.RoleExecutor)
 	if err != nil {

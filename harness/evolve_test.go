@@ -379,3 +379,67 @@ func TestReflectionPairsOnlyAppliedProposals(t *testing.T) {
 		}
 	}
 }
+
+// The Advisor reviews each proposal next to the report it was drawn from
+// and the rewards its task earned since, and a rejected batch keeps both.
+func TestAdvisorSeesProposalEvidence(t *testing.T) {
+	tr := newTestRun(t, conditions.LearnedMediator, conditions.PolicyAll, []string{"a", "b"}, 6, func(c *config.Config) {
+		c.Experiment.AdvisorBufferMax = 3
+	})
+	tr.trials.reward["b"] = 0.5
+	tr.execute(t)
+	dir := tr.run.Dir.Path
+	h, err := rundir.OpenHistory(filepath.Join(dir, rundir.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	// The iteration each batch was reviewed at, adopted or rejected.
+	reviewedAt := map[string]int{}
+	for _, u := range readJSONL[Provenance](t, filepath.Join(dir, rundir.SkillUpdatesFile)) {
+		reviewedAt[u.BatchID] = u.Iteration
+	}
+	rejected := readJSONL[rejection](t, filepath.Join(dir, rundir.RejectedFile))
+	for _, rej := range rejected {
+		reviewedAt[rej.BatchID] = rej.Iteration
+	}
+	seen, later := 0, 0
+	for _, q := range tr.rec.ByKind(mediator.KindAdvice) {
+		prompt := promptText(q)
+		batchID := strings.TrimPrefix(q.Caller, "coevo/advisor/")
+		for _, e := range h.Entries(func(e *rundir.Entry) bool { return e.Kind == rundir.EntryProposal }) {
+			if !strings.Contains(prompt, "id: "+e.ID+"\n") {
+				continue
+			}
+			seen++
+			report, _ := h.Entry(strings.TrimSuffix(e.ID, rundir.EntryProposal) + rundir.EntryReport)
+			if report.Content == "" || !strings.Contains(prompt, report.Content) {
+				t.Errorf("the Advisor's prompt lacks the report %s was proposed from (%q)", e.ID, report.Content)
+			}
+			var want []string
+			for _, r := range h.RewardsAfter(e.TaskID, e.Iteration) {
+				if r.Iteration <= reviewedAt[batchID] {
+					want = append(want, fmt.Sprintf("iteration %d: %.3f", r.Iteration, r.Reward))
+				}
+			}
+			later += len(want)
+			line := fmt.Sprintf("rewards of task %s since: %s\n", e.TaskID, strings.Join(want, ", "))
+			if len(want) == 0 {
+				line = fmt.Sprintf("rewards of task %s since: none yet\n", e.TaskID)
+			}
+			if !strings.Contains(prompt, line) {
+				t.Errorf("batch %s (iteration %d): the Advisor's prompt lacks %q for %s", batchID, reviewedAt[batchID], line, e.ID)
+			}
+		}
+	}
+	if seen == 0 || later == 0 {
+		t.Fatalf("%d proposals reached the Advisor with %d later rewards; want some of each", seen, later)
+	}
+	for _, rej := range rejected {
+		for _, p := range rej.Proposals {
+			if p.Digest == "" || p.DigestKind != string(conditions.FeedbackMediatorReport) {
+				t.Errorf("rejected proposal %s has digest %q (%s)", p.ID, p.Digest, p.DigestKind)
+			}
+		}
+	}
+}
