@@ -2,7 +2,10 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -137,6 +140,10 @@ func (r *Run) reviewBatch(ctx context.Context, it int) (_ []rundir.SkillUpdate, 
 	for i := range batch {
 		if e, ok := r.history.Entry(batch[i].ID); ok {
 			batch[i].DelayedReward = e.Reward
+		}
+		batch[i].LaterRewards = nil
+		for _, tr := range r.history.RewardsAfter(batch[i].TaskID, batch[i].Iteration) {
+			batch[i].LaterRewards = append(batch[i].LaterRewards, mediator.TrialReward{Iteration: tr.Iteration, Reward: tr.Reward})
 		}
 	}
 	current, err := r.store.Read(conditions.RoleExecutor)
@@ -426,16 +433,9 @@ func (r *Run) adopt(it int, role conditions.Role, old *skills.Skill, content []b
 }
 
 func (r *Run) reflect(ctx context.Context, it int, role conditions.Role) ([]rundir.SkillUpdate, error) {
-	kinds := map[conditions.Role][]string{
-		conditions.RolePlanner:  {rundir.EntryPlan, rundir.EntryProposal},
-		conditions.RoleMediator: {rundir.EntryReport},
-	}[role]
-	entries := r.history.Entries(func(e *rundir.Entry) bool {
-		return e.Role == string(role) && e.Reward != nil && slices.Contains(kinds, e.Kind)
-	})
-	var pe []mediator.PairEntry
-	for _, e := range entries {
-		pe = append(pe, pairEntry(e))
+	pe, err := r.reflectionEntries(role)
+	if err != nil {
+		return nil, err
 	}
 	rc := r.Config.Reflection
 	seed := trialSeed(r.Spec.Seed, fmt.Sprintf("pairs/%s/%d", role, it))
@@ -477,6 +477,65 @@ func (r *Run) reflect(ctx context.Context, it int, role conditions.Role) ([]rund
 	return updates, nil
 }
 
+// reflectionEntries are the role's history entries the Reflector may pair:
+// rewarded plans and proposals for the Planner, rewarded reports for the
+// Mediator. FormPairs then pairs only entries of the same kind.
+//
+// A proposal joins only once its batch was adopted. Its delayed reward is
+// still attached when the task's next trial settles (the Advisor is shown
+// it, and the provenance of an adopted batch records it), so the history
+// keeps settling every entry alike. But a proposal that was rejected, or is
+// still buffered, never changed the executor skill: the reward of the next
+// trial says nothing about whether the edit was any good, and pairing on it
+// would teach the Planner from noise. The adopted proposals are read from
+// the provenance records of executor updates.
+func (r *Run) reflectionEntries(role conditions.Role) ([]mediator.PairEntry, error) {
+	kinds := map[conditions.Role][]string{
+		conditions.RolePlanner:  {rundir.EntryPlan, rundir.EntryProposal},
+		conditions.RoleMediator: {rundir.EntryReport},
+	}[role]
+	var applied map[string]bool
+	if slices.Contains(kinds, rundir.EntryProposal) {
+		var err error
+		if applied, err = r.appliedProposals(); err != nil {
+			return nil, err
+		}
+	}
+	entries := r.history.Entries(func(e *rundir.Entry) bool {
+		if e.Kind == rundir.EntryProposal && !applied[e.ID] {
+			return false
+		}
+		return e.Role == string(role) && e.Reward != nil && slices.Contains(kinds, e.Kind)
+	})
+	var pe []mediator.PairEntry
+	for _, e := range entries {
+		pe = append(pe, pairEntry(e))
+	}
+	return pe, nil
+}
+
+// appliedProposals returns the ids of the proposals whose batch changed the
+// executor skill, from history/skill_updates.jsonl.
+func (r *Run) appliedProposals() (map[string]bool, error) {
+	applied := map[string]bool{}
+	err := durable.ReadLog(r.updates.Path(), func(line []byte) error {
+		var prov Provenance
+		if err := json.Unmarshal(line, &prov); err != nil {
+			return err
+		}
+		if prov.Role == string(conditions.RoleExecutor) {
+			for _, id := range prov.ProposalIDs {
+				applied[id] = true
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read the executor updates: %w", err)
+	}
+	return applied, nil
+}
+
 // pairEntry is a rewarded history entry as the Reflector sees it. A
 // withheld report says so: withholding is itself a decision of the
 // Mediator's protocol, and an empty text would hide it.
@@ -489,7 +548,7 @@ func pairEntry(e rundir.Entry) mediator.PairEntry {
 	if e.Reward != nil {
 		reward = *e.Reward
 	}
-	return mediator.PairEntry{ID: e.ID, Role: e.Role, TaskID: e.TaskID, Iteration: e.Iteration, Content: content, Reward: reward}
+	return mediator.PairEntry{ID: e.ID, Role: e.Role, Kind: e.Kind, TaskID: e.TaskID, Iteration: e.Iteration, Content: content, Reward: reward}
 }
 
 const withheldNote = "[withheld: the Mediator gave the Planner no report for this trial]"

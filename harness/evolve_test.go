@@ -315,3 +315,131 @@ func TestValidationPoolSampleIsPerBatch(t *testing.T) {
 		t.Errorf("four batches drew the same sample %v; want a draw per batch", seen)
 	}
 }
+
+// A proposal whose batch was rejected, or that is still buffered, changed
+// nothing: it forms no pair however its task fared next. A proposal of an
+// adopted batch does, and only ever with another proposal.
+func TestReflectionPairsOnlyAppliedProposals(t *testing.T) {
+	tr := newTestRun(t, conditions.LearnedMediator, conditions.PolicyAll, []string{"a", "b"}, 1, nil)
+	if err := tr.run.openLogs(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.run.close)
+	h := tr.run.history
+	add := func(id, kind, task string, it int) {
+		if err := h.Add(rundir.Entry{ID: id, Role: "planner", Kind: kind, TaskID: task, Iteration: it}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settle := func(task string, it int, reward float64) {
+		if _, err := h.Settle(task, it, fmt.Sprintf("t%d", it), &reward, true, "ok"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Task a: plans and proposals at iterations 1 and 2, rewarded 0 and 1.
+	// Task b: the same, with the proposals never adopted.
+	for it, reward := range []float64{0, 1} {
+		for _, task := range []string{"a", "b"} {
+			add(fmt.Sprintf("%s/%d/plan", task, it+1), rundir.EntryPlan, task, it+1)
+			add(fmt.Sprintf("%s/%d/proposal", task, it+1), rundir.EntryProposal, task, it+1)
+			settle(task, it+2, reward)
+		}
+	}
+	if err := tr.run.updates.Append(Provenance{ID: "executor/b001", Role: "executor", Flow: "advisor_gate",
+		ProposalIDs: []string{"a/1/proposal", "a/2/proposal"}}); err != nil {
+		t.Fatal(err)
+	}
+	pe, err := tr.run.reflectionEntries(conditions.RolePlanner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range pe {
+		got = append(got, e.ID)
+	}
+	want := "a/1/plan,a/1/proposal,b/1/plan,a/2/plan,a/2/proposal,b/2/plan"
+	if strings.Join(got, ",") != want {
+		t.Errorf("entries %v, want %s", got, want)
+	}
+	pairs := mediator.FormPairs(pe, mediator.PairConfig{MaxPairs: 10, BucketFraction: 0.5, MinRewardGap: 0.1}, 1)
+	formed := map[[2]string]bool{}
+	for _, p := range pairs {
+		if p.Better.Kind != p.Worse.Kind {
+			t.Errorf("pair %s / %s mixes %s and %s", p.Better.ID, p.Worse.ID, p.Better.Kind, p.Worse.Kind)
+		}
+		if strings.HasPrefix(p.Better.ID, "b/") && p.Better.Kind == rundir.EntryProposal ||
+			strings.HasPrefix(p.Worse.ID, "b/") && p.Worse.Kind == rundir.EntryProposal {
+			t.Errorf("pair %s / %s holds an unapplied proposal", p.Better.ID, p.Worse.ID)
+		}
+		formed[[2]string{p.Better.ID, p.Worse.ID}] = true
+	}
+	for _, w := range [][2]string{{"a/2/proposal", "a/1/proposal"}, {"a/2/plan", "a/1/plan"}, {"b/2/plan", "b/1/plan"}} {
+		if !formed[w] {
+			t.Errorf("no pair %v among %v", w, formed)
+		}
+	}
+}
+
+// The Advisor reviews each proposal next to the report it was drawn from
+// and the rewards its task earned since, and a rejected batch keeps both.
+func TestAdvisorSeesProposalEvidence(t *testing.T) {
+	tr := newTestRun(t, conditions.LearnedMediator, conditions.PolicyAll, []string{"a", "b"}, 6, func(c *config.Config) {
+		c.Experiment.AdvisorBufferMax = 3
+	})
+	tr.trials.reward["b"] = 0.5
+	tr.execute(t)
+	dir := tr.run.Dir.Path
+	h, err := rundir.OpenHistory(filepath.Join(dir, rundir.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	// The iteration each batch was reviewed at, adopted or rejected.
+	reviewedAt := map[string]int{}
+	for _, u := range readJSONL[Provenance](t, filepath.Join(dir, rundir.SkillUpdatesFile)) {
+		reviewedAt[u.BatchID] = u.Iteration
+	}
+	rejected := readJSONL[rejection](t, filepath.Join(dir, rundir.RejectedFile))
+	for _, rej := range rejected {
+		reviewedAt[rej.BatchID] = rej.Iteration
+	}
+	seen, later := 0, 0
+	for _, q := range tr.rec.ByKind(mediator.KindAdvice) {
+		prompt := promptText(q)
+		batchID := strings.TrimPrefix(q.Caller, "coevo/advisor/")
+		for _, e := range h.Entries(func(e *rundir.Entry) bool { return e.Kind == rundir.EntryProposal }) {
+			if !strings.Contains(prompt, "id: "+e.ID+"\n") {
+				continue
+			}
+			seen++
+			report, _ := h.Entry(strings.TrimSuffix(e.ID, rundir.EntryProposal) + rundir.EntryReport)
+			if report.Content == "" || !strings.Contains(prompt, report.Content) {
+				t.Errorf("the Advisor's prompt lacks the report %s was proposed from (%q)", e.ID, report.Content)
+			}
+			var want []string
+			for _, r := range h.RewardsAfter(e.TaskID, e.Iteration) {
+				if r.Iteration <= reviewedAt[batchID] {
+					want = append(want, fmt.Sprintf("iteration %d: %.3f", r.Iteration, r.Reward))
+				}
+			}
+			later += len(want)
+			line := fmt.Sprintf("rewards of task %s since: %s\n", e.TaskID, strings.Join(want, ", "))
+			if len(want) == 0 {
+				line = fmt.Sprintf("rewards of task %s since: none yet\n", e.TaskID)
+			}
+			if !strings.Contains(prompt, line) {
+				t.Errorf("batch %s (iteration %d): the Advisor's prompt lacks %q for %s", batchID, reviewedAt[batchID], line, e.ID)
+			}
+		}
+	}
+	if seen == 0 || later == 0 {
+		t.Fatalf("%d proposals reached the Advisor with %d later rewards; want some of each", seen, later)
+	}
+	for _, rej := range rejected {
+		for _, p := range rej.Proposals {
+			if p.Digest == "" || p.DigestKind != string(conditions.FeedbackMediatorReport) {
+				t.Errorf("rejected proposal %s has digest %q (%s)", p.ID, p.Digest, p.DigestKind)
+			}
+		}
+	}
+}

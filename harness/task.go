@@ -284,7 +284,8 @@ func (t *taskRun) propose(ctx context.Context, feedback string) bool {
 		}
 	}
 	t.out.proposal = &mediator.Proposal{ID: id, TaskID: t.task.ID, Iteration: t.it, EntryIDs: entryIDs,
-		OldContent: ans.OldContent, NewContent: ans.NewContent, Reasoning: ans.Reasoning}
+		OldContent: ans.OldContent, NewContent: ans.NewContent, Reasoning: ans.Reasoning,
+		Digest: feedback, DigestKind: string(t.r.Spec.Condition.ProposalFeedback())}
 	t.row.ProposalBuffered = true
 	return true
 }

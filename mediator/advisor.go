@@ -23,6 +23,21 @@ type Proposal struct {
 	Reasoning  string `json:"reasoning"`
 	// DelayedReward is the reward of the task's next iteration, nil while pending.
 	DelayedReward *float64 `json:"delayed_reward"`
+	// Digest is the feedback the Planner proposed from, exactly as it was
+	// given: the Mediator's report, or the trace summary under full_traces.
+	// DigestKind names which (a conditions.ProposalFeedback value).
+	Digest     string `json:"digest,omitempty"`
+	DigestKind string `json:"digest_kind,omitempty"`
+	// LaterRewards are the rewards of the proposing task's trials after the
+	// proposal, oldest first, as of the Advisor's review; DelayedReward is
+	// normally the first of them.
+	LaterRewards []TrialReward `json:"later_rewards,omitempty"`
+}
+
+// TrialReward is the reward of one usable trial of a task.
+type TrialReward struct {
+	Iteration int     `json:"iteration"`
+	Reward    float64 `json:"reward"`
 }
 
 // Advisor reviews batches of executor-skill proposals.
@@ -49,9 +64,12 @@ const FeedbackInvalidOutput = "advisor output invalid"
 const advisorHeader = `You are the Advisor of a research lab of LLM agents. The Planner has proposed a batch of edits to the
 Executor's skill, the instructions the Executor follows on every task. Review the batch as a whole against
 the current skill: approve it when the edits, taken together, are general, concrete and consistent with the
-skill and the evidence (each proposal's delayed reward is the score of the next attempt at its task, or
-"pending"); reject it otherwise. Your feedback guides the Planner, who drafts one update from an approved
-batch. Answer with one JSON object with the fields approve (true or false) and feedback.`
+skill and the evidence; reject it otherwise. For each proposal you see the feedback it was proposed from
+(the Mediator's report or a trace summary of the trial), its delayed reward (the score of the next attempt at
+its task, or "pending") and the scores of every later attempt at that task so far. An edit drawn from feedback
+that does not support it, or one whose task did no better afterwards, deserves doubt. Your feedback guides
+the Planner, who drafts one update from an approved batch. Answer with one JSON object with the fields
+approve (true or false) and feedback.`
 
 // Review asks the Advisor to approve or reject a batch of proposals
 // against the current executor skill. Unusable output twice rejects the
@@ -87,10 +105,38 @@ func (a *Advisor) Review(ctx context.Context, batchID, currentSkill string, batc
 	return Advice{Approve: ans.Approve, Feedback: strings.TrimSpace(ans.Feedback), FellBack: fellBack}, nil
 }
 
-// renderProposal shows one proposal with its evidence.
+// renderProposal shows one proposal with its evidence: the rewards of its
+// task since, the edit, and the feedback it was proposed from.
 func renderProposal(pr Proposal) string {
-	return fmt.Sprintf("id: %s\ntask: %s\niteration: %d\ndelayed reward: %s\n", pr.ID, pr.TaskID, pr.Iteration, prompt.RewardText(pr.DelayedReward)) +
-		pr.EditText(maxProposalChars)
+	var b strings.Builder
+	fmt.Fprintf(&b, "id: %s\ntask: %s\niteration: %d\ndelayed reward: %s\n", pr.ID, pr.TaskID, pr.Iteration, prompt.RewardText(pr.DelayedReward))
+	fmt.Fprintf(&b, "rewards of task %s since: %s\n", pr.TaskID, laterRewardsText(pr.LaterRewards))
+	b.WriteString(pr.EditText(maxProposalChars))
+	if strings.TrimSpace(pr.Digest) != "" {
+		what := "feedback"
+		if pr.DigestKind != "" {
+			what += " (" + pr.DigestKind + ")"
+		}
+		fmt.Fprintf(&b, "\n%s it was proposed from:\n%s", what, prompt.Fence(prompt.Cap(pr.Digest, maxDigestChars)))
+	}
+	return b.String()
+}
+
+// laterRewardsText lists the most recent maxLaterRewards rewards, oldest
+// first, each with its iteration, and says how many older ones it left out.
+func laterRewardsText(rs []TrialReward) string {
+	if len(rs) == 0 {
+		return "none yet"
+	}
+	var parts []string
+	if n := len(rs) - maxLaterRewards; n > 0 {
+		parts = append(parts, fmt.Sprintf("(%d earlier not shown)", n))
+		rs = rs[n:]
+	}
+	for _, r := range rs {
+		parts = append(parts, fmt.Sprintf("iteration %d: %.3f", r.Iteration, r.Reward))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // EditText shows the edit a proposal makes, for a prompt: "edit: append" or

@@ -2,6 +2,7 @@ package mediator
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -35,6 +36,64 @@ func TestAdvisorPrompt(t *testing.T) {
 		if !strings.Contains(user, want) {
 			t.Errorf("advisor prompt lacks %q", want)
 		}
+	}
+}
+
+// Each proposal reaches the Advisor with the feedback it was drawn from and
+// the rewards its task earned since, the oldest ones left out past the cap.
+func TestAdvisorSeesEachProposalsEvidence(t *testing.T) {
+	var many []TrialReward
+	for it := 3; it < 3+maxLaterRewards+2; it++ {
+		many = append(many, TrialReward{Iteration: it, Reward: float64(it) / 100})
+	}
+	batch := []Proposal{
+		{ID: "p1", TaskID: "task-a", Iteration: 1, NewContent: "- check outputs", Reasoning: "r",
+			DelayedReward: ptr(0.25), Digest: "DIGEST-ONE the output file was never written",
+			DigestKind: "mediator_report", LaterRewards: []TrialReward{{2, 0.25}, {3, 0.75}}},
+		{ID: "p2", TaskID: "task-b", Iteration: 2, NewContent: "- read errors", Reasoning: "r",
+			Digest: "DIGEST-TWO " + strings.Repeat("x", 2*maxDigestChars) + " DIGEST-TAIL", DigestKind: "trace_summary",
+			LaterRewards: many},
+		{ID: "p3", TaskID: "task-c", Iteration: 4, NewContent: "- plan first", Reasoning: "r"},
+	}
+	fake := llmtest.NewScripted(`{"approve":false,"feedback":"not supported"}`)
+	a := &Advisor{Client: client(fake), Caller: "coevo/advisor/b001"}
+	if _, err := a.Review(context.Background(), "b001", "skill", batch); err != nil {
+		t.Fatal(err)
+	}
+	user := fake.Requests()[0].Messages[1].Content
+	section := func(i int) string {
+		start := strings.Index(user, fmt.Sprintf("## Proposal %d of 3", i))
+		end := strings.Index(user, fmt.Sprintf("## Proposal %d of 3", i+1))
+		if end < 0 {
+			end = strings.Index(user, "## Your answer")
+		}
+		if start < 0 || end < start {
+			t.Fatalf("no section for proposal %d in:\n%s", i, user)
+		}
+		return user[start:end]
+	}
+	one, two, three := section(1), section(2), section(3)
+	for _, want := range []string{"feedback (mediator_report) it was proposed from", "DIGEST-ONE the output file was never written",
+		"rewards of task task-a since: iteration 2: 0.250, iteration 3: 0.750"} {
+		if !strings.Contains(one, want) {
+			t.Errorf("proposal 1 lacks %q:\n%s", want, one)
+		}
+	}
+	last := many[len(many)-1]
+	for _, want := range []string{"feedback (trace_summary) it was proposed from", "DIGEST-TWO",
+		"(2 earlier not shown), iteration 5: 0.050", fmt.Sprintf("iteration %d: %.3f", last.Iteration, last.Reward)} {
+		if !strings.Contains(two, want) {
+			t.Errorf("proposal 2 lacks %q:\n%s", want, two)
+		}
+	}
+	if strings.Contains(two, "DIGEST-TAIL") || strings.Contains(two, "iteration 4: 0.040") {
+		t.Errorf("proposal 2 is not capped:\n%s", two)
+	}
+	if !strings.Contains(three, "rewards of task task-c since: none yet") || strings.Contains(three, "proposed from") {
+		t.Errorf("proposal 3 without evidence is shown as:\n%s", three)
+	}
+	if strings.Contains(one, "DIGEST-TWO") || strings.Contains(two, "DIGEST-ONE") {
+		t.Error("a digest is shown under another proposal")
 	}
 }
 

@@ -10,15 +10,19 @@ import (
 // PairEntry is one history entry with its delayed reward, as the Reflector
 // compares them.
 type PairEntry struct {
-	ID        string
-	Role      string
+	ID   string
+	Role string
+	// Kind is what the entry is (plan, proposal, report); only entries of
+	// the same kind are compared, since a plan and a skill edit answer
+	// different questions and their rewards say nothing about each other.
+	Kind      string
 	TaskID    string
 	Iteration int
 	Content   string
 	Reward    float64
 }
 
-// Pair is a contrastive pair: two entries of the same role whose delayed
+// Pair is a contrastive pair: two entries of the same role and kind whose delayed
 // rewards differ by Gap = Better.Reward - Worse.Reward > 0.
 type Pair struct {
 	Better, Worse PairEntry
@@ -45,8 +49,8 @@ type PairConfig struct {
 const gapTolerance = 1e-9
 
 // FormPairs forms at most cfg.MaxPairs contrastive pairs from entries,
-// which the caller has restricted to one role (entries of different roles
-// are never paired). Per task, entries are sorted by reward and split into
+// which the caller has restricted to one role (entries of different roles,
+// or of different kinds, are never paired). Per role, kind and task, entries are sorted by reward and split into
 // a bottom and a top bucket; every bottom-top pair whose gap reaches
 // cfg.MinRewardGap is a candidate. Same-task pairs are preferred: pairs of
 // different tasks (from buckets over all entries) are added only when
@@ -68,11 +72,11 @@ func FormPairs(entries []PairEntry, cfg PairConfig, seed int64) []Pair {
 	}
 	// A total order makes everything below independent of input order.
 	slices.SortFunc(usable, func(a, b PairEntry) int {
-		return cmp.Or(cmp.Compare(a.Role, b.Role), cmp.Compare(a.TaskID, b.TaskID), compareEntry(a, b))
+		return cmp.Or(cmp.Compare(a.Role, b.Role), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.TaskID, b.TaskID), compareEntry(a, b))
 	})
 
 	var same []Pair
-	for _, group := range groupBy(usable, func(e PairEntry) string { return e.Role + "\x00" + e.TaskID }) {
+	for _, group := range groupBy(usable, func(e PairEntry) string { return e.Role + "\x00" + e.Kind + "\x00" + e.TaskID }) {
 		bottom, top := buckets(group, cfg.BucketFraction)
 		same = append(same, crossBuckets(bottom, top, cfg.MinRewardGap, false)...)
 	}
@@ -81,7 +85,7 @@ func FormPairs(entries []PairEntry, cfg PairConfig, seed int64) []Pair {
 	chosen := sample(rng, same, cfg.MaxPairs)
 	if need := cfg.MaxPairs - len(chosen); need > 0 {
 		var cross []Pair
-		for _, group := range groupBy(usable, func(e PairEntry) string { return e.Role }) {
+		for _, group := range groupBy(usable, func(e PairEntry) string { return e.Role + "\x00" + e.Kind }) {
 			sorted := slices.Clone(group)
 			slices.SortFunc(sorted, compareEntry)
 			bottom, top := buckets(sorted, cfg.BucketFraction)

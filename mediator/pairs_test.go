@@ -106,6 +106,27 @@ func TestFormPairs(t *testing.T) {
 			n:   0,
 		},
 		{
+			name: "different kinds never pair, within a task or across tasks",
+			entries: []PairEntry{{ID: "plan-a", Role: "planner", Kind: "plan", TaskID: "a", Reward: 0},
+				{ID: "prop-a", Role: "planner", Kind: "proposal", TaskID: "a", Reward: 1},
+				{ID: "prop-b", Role: "planner", Kind: "proposal", TaskID: "b", Reward: 1}},
+			cfg: cfg,
+			n:   0,
+		},
+		{
+			name: "each kind pairs with itself only",
+			entries: []PairEntry{{ID: "plan-0", Role: "planner", Kind: "plan", TaskID: "a", Reward: 0},
+				{ID: "plan-1", Role: "planner", Kind: "plan", TaskID: "a", Reward: 1},
+				{ID: "prop-0", Role: "planner", Kind: "proposal", TaskID: "a", Reward: 0.5},
+				{ID: "prop-1", Role: "planner", Kind: "proposal", TaskID: "b", Reward: 0},
+				{ID: "prop-2", Role: "planner", Kind: "proposal", TaskID: "b", Reward: 0.9}},
+			cfg: PairConfig{MaxPairs: 10, BucketFraction: 0.5, MinRewardGap: 0.2},
+			// Mixing kinds, plan-1 over prop-1 would be the widest gap; it
+			// is never formed.
+			want: [][2]string{{"plan-1", "plan-0"}, {"prop-2", "prop-1"}},
+			n:    2,
+		},
+		{
 			name:    "no pairs with MaxPairs zero",
 			entries: entries("a", 0, 1),
 			cfg:     PairConfig{BucketFraction: 0.3},
@@ -128,6 +149,9 @@ func TestFormPairs(t *testing.T) {
 				}
 				if p.Better.Role != p.Worse.Role {
 					t.Errorf("pair %v mixes roles", ids(got)[i])
+				}
+				if p.Better.Kind != p.Worse.Kind {
+					t.Errorf("pair %v mixes kinds %s and %s", ids(got)[i], p.Better.Kind, p.Worse.Kind)
 				}
 				if p.CrossTask != (p.Better.TaskID != p.Worse.TaskID) {
 					t.Errorf("pair %v: CrossTask = %v for tasks %s, %s", ids(got)[i], p.CrossTask, p.Better.TaskID, p.Worse.TaskID)

@@ -165,8 +165,12 @@ func pairTitle(i, n int, pr Pair) string {
 
 func renderPair(pr Pair) string {
 	side := func(label string, e PairEntry) string {
-		return fmt.Sprintf("### %s: entry %s, task %s, iteration %d, delayed reward %.3f\n\n%s",
-			label, e.ID, e.TaskID, e.Iteration, e.Reward, prompt.Fence(prompt.Cap(e.Content, maxEntryChars)))
+		kind := ""
+		if e.Kind != "" {
+			kind = " (" + e.Kind + ")"
+		}
+		return fmt.Sprintf("### %s: entry %s%s, task %s, iteration %d, delayed reward %.3f\n\n%s",
+			label, e.ID, kind, e.TaskID, e.Iteration, e.Reward, prompt.Fence(prompt.Cap(e.Content, maxEntryChars)))
 	}
 	return side("Worse", pr.Worse) + "\n\n" + side("Better", pr.Better)
 }

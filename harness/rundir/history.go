@@ -62,12 +62,21 @@ type History struct {
 	entries map[string]*Entry
 	order   []string
 	pending map[string][]string // task -> ids awaiting a delayed reward
+	rewards map[string][]TaskReward
 	lines   int
+}
+
+// TaskReward is the reward of one usable trial of a task, as a reward
+// record attached it.
+type TaskReward struct {
+	Iteration int
+	TrialID   string
+	Reward    float64
 }
 
 // OpenHistory opens (or replays) history.jsonl at path.
 func OpenHistory(path string) (*History, error) {
-	h := &History{entries: map[string]*Entry{}, pending: map[string][]string{}}
+	h := &History{entries: map[string]*Entry{}, pending: map[string][]string{}, rewards: map[string][]TaskReward{}}
 	err := durable.ReadLog(path, func(line []byte) error {
 		var rec HistoryRecord
 		if err := json.Unmarshal(line, &rec); err != nil {
@@ -110,6 +119,9 @@ func (h *History) apply(rec HistoryRecord) error {
 			}
 		}
 		h.pending[rec.TaskID] = removeIDs(h.pending[rec.TaskID], rec.IDs)
+		if rec.Reward != nil {
+			h.rewards[rec.TaskID] = append(h.rewards[rec.TaskID], TaskReward{Iteration: rec.Iteration, TrialID: rec.TrialID, Reward: *rec.Reward})
+		}
 	case "drop":
 		h.pending[rec.TaskID] = removeIDs(h.pending[rec.TaskID], rec.IDs)
 	default:
@@ -200,6 +212,22 @@ func (h *History) Entries(keep func(*Entry) bool) []Entry {
 		e := h.entries[id]
 		if keep == nil || keep(e) {
 			out = append(out, *e)
+		}
+	}
+	return out
+}
+
+// RewardsAfter returns the rewards the task's trials after iteration
+// received, in the order they were recorded. A trial leaves a reward record
+// only when it settled some pending entry of its task; the entries of the
+// trial before it (its plan, at least) normally are.
+func (h *History) RewardsAfter(taskID string, iteration int) []TaskReward {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []TaskReward
+	for _, r := range h.rewards[taskID] {
+		if r.Iteration > iteration {
+			out = append(out, r)
 		}
 	}
 	return out
