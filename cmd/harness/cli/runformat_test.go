@@ -185,11 +185,12 @@ var v1ResumeRewards = map[string]float64{"csv-parser": 1, "log-analysis": 0.5}
 
 func TestRunFormatV1Resumes(t *testing.T) {
 	dir := v1Run(t)
-	// Git keeps no empty folder, so the copy lacks the empty notes/ and
-	// artifacts/validation/ a real run has: the resume must do without them.
+	// Git keeps no empty folder, so a clone of the fixture lacks the empty
+	// notes/ and artifacts/validation/ a real run has: the resume must do
+	// without them, whatever the checkout holds.
 	for _, rel := range []string{"notes", "artifacts/validation"} {
-		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(rel))); !errors.Is(err, fs.ErrNotExist) {
-			t.Fatalf("the fixture copy has %s (%v); this test expects it missing", rel, err)
+		if err := os.Remove(filepath.Join(dir, filepath.FromSlash(rel))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("remove the empty %s from the fixture copy: %v", rel, err)
 		}
 	}
 	backend := &scoringBackend{rewards: v1ResumeRewards}
