@@ -12,3 +12,7 @@ const (
 	maxEntryChars    = 3000  // one history entry in a contrastive pair
 	maxPairLineChars = 400   // one pair in the one-line form the offline Reflector reads
 )
+
+// maxTranscriptChars caps a condensed transcript when the Mediator is given
+// no budget of its own.
+const maxTranscriptChars = 20000
