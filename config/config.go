@@ -19,6 +19,9 @@ type Config struct {
 	Labs            map[string]Lab            `toml:"labs"`
 	Budget          Budget                    `toml:"budget"`
 	ExecutorRuntime ExecutorRuntime           `toml:"executor_runtime"`
+	// Mediator is left out of an encoding when zero, as in a run written
+	// before the section existed, so such a run keeps its fingerprint.
+	Mediator Mediator `toml:"mediator,omitempty"`
 }
 
 // Experiment is [experiment]: the shape of the co-evolution loop.
@@ -40,6 +43,13 @@ type Experiment struct {
 	PlannerContextMaxChars int `toml:"planner_context_max_chars"`
 	TaskOutputMaxChars     int `toml:"task_output_max_chars"`
 	RecentRejectionsShown  int `toml:"recent_rejections_shown"`
+}
+
+// Mediator is [mediator]: what the Mediator is shown of a trial.
+type Mediator struct {
+	// TranscriptChars is the budget, in characters, of the condensed
+	// Executor transcript in the Mediator's prompt; 0 shows none.
+	TranscriptChars int `toml:"transcript_chars"`
 }
 
 // Validation is [validation]: the validate-before-apply gate for executor skills.

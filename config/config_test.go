@@ -69,6 +69,7 @@ func TestDefaultLoadsAndValidates(t *testing.T) {
 		{"labs.default.task_skill_dirs", len(c.Labs[DefaultLab].TaskSkillDirs), 4},
 		{"budget.wall_clock", c.Budget.WallClock.Duration, time.Duration(0)},
 		{"executor_runtime.agent_timeout", c.ExecutorRuntime.AgentTimeout.Duration, 10 * time.Minute},
+		{"mediator.transcript_chars", c.Mediator.TranscriptChars, 6000},
 	}
 	for _, tc := range checks {
 		if !reflect.DeepEqual(tc.got, tc.want) {
@@ -392,6 +393,7 @@ func TestValidateRanges(t *testing.T) {
 		{"advisor_buffer_max 0", func(c *Config) { c.Experiment.AdvisorBufferMax = 0 }, "experiment.advisor_buffer_max"},
 		{"reward_mode", func(c *Config) { c.Experiment.RewardMode = "best" }, "experiment.reward_mode"},
 		{"negative char cap", func(c *Config) { c.Experiment.ReportMaxChars = -1 }, "experiment.report_max_chars"},
+		{"negative transcript budget", func(c *Config) { c.Mediator.TranscriptChars = -1 }, "mediator.transcript_chars"},
 		{"validation rule", func(c *Config) { c.Validation.Rule = "vote" }, "validation.rule"},
 		{"threshold 1", func(c *Config) { c.Validation.Threshold = 1 }, "validation.threshold"},
 		{"threshold 0", func(c *Config) { c.Validation.Threshold = 0 }, "validation.threshold"},
@@ -713,6 +715,7 @@ func TestFingerprint(t *testing.T) {
 		{"nil instead of empty list", func(c *Config) { c.Validation.Pool = nil }, false},
 		{"docker host", func(c *Config) { c.ExecutorRuntime.DockerHost = "tcp://x:2375" }, false},
 		{"key variable", func(c *Config) { setModel(c, conditions.RolePlanner, func(m *Model) { m.APIKeyEnv = "K" }) }, false},
+		{"mediator transcript budget", func(c *Config) { c.Mediator.TranscriptChars = 100 }, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -722,6 +725,34 @@ func TestFingerprint(t *testing.T) {
 				t.Errorf("fingerprint changed = %v, want %v", got, tc.changes)
 			}
 		})
+	}
+}
+
+// A run written before [mediator] existed reads back with no transcript
+// budget, and its configuration encodes, and so fingerprints, as it did.
+func TestConfigWithoutMediatorSection(t *testing.T) {
+	c := mustDefault(t)
+	var buf bytes.Buffer
+	if err := WriteResolved(&buf, c, RunMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	old := strings.Replace(buf.String(), "\n[mediator]\ntranscript_chars = 6000\n", "", 1)
+	if old == buf.String() {
+		t.Fatalf("resolved file lacks the [mediator] section:\n%s", buf.String())
+	}
+	parsed, err := Parse([]byte(old), "old config.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parsed.Mediator.TranscriptChars != 0 {
+		t.Errorf("transcript_chars = %d, want 0 for a file without it", parsed.Mediator.TranscriptChars)
+	}
+	var again bytes.Buffer
+	if err := WriteResolved(&again, parsed, RunMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	if again.String() != old {
+		t.Errorf("a file without [mediator] is rewritten with it:\n%s", again.String())
 	}
 }
 

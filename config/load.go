@@ -112,6 +112,7 @@ type fileLayer struct {
 	Labs            map[string]toml.Primitive `toml:"labs"`
 	Budget          *Budget                   `toml:"budget"`
 	ExecutorRuntime *ExecutorRuntime          `toml:"executor_runtime"`
+	Mediator        *Mediator                 `toml:"mediator"`
 }
 
 // decodeLayer reads data (named file in errors) over c. c must own all its
@@ -136,6 +137,7 @@ func decodeLayer(c *Config, data []byte, file string, inherit bool) (*layerMeta,
 		Reflection:      &c.Reflection,
 		Budget:          &c.Budget,
 		ExecutorRuntime: &c.ExecutorRuntime,
+		Mediator:        &c.Mediator,
 	}
 	lmd, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&layer)
 	if err != nil {

@@ -110,6 +110,7 @@ func (c *Config) validate() []issue {
 	c.validateLabs(&ck)
 	c.validateBudget(&ck)
 	c.validateRuntime(&ck)
+	ck.atLeast(key("mediator", "transcript_chars"), int64(c.Mediator.TranscriptChars), 0)
 	return ck.issues
 }
 

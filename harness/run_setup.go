@@ -122,7 +122,8 @@ func (r *Run) makeRoles() {
 	exp := r.Config.Experiment
 	seed := r.Spec.Seed
 	r.planner = &mediator.Planner{Client: r.Clients.Get(conditions.RolePlanner), Caller: string(conditions.RolePlanner), Seed: seed, MaxContextChars: exp.PlannerContextMaxChars}
-	r.mediator = &mediator.Mediator{Client: r.Clients.Get(conditions.RoleMediator), Caller: string(conditions.RoleMediator), MaxChars: exp.ReportMaxChars, Seed: seed}
+	r.mediator = &mediator.Mediator{Client: r.Clients.Get(conditions.RoleMediator), Caller: string(conditions.RoleMediator), MaxChars: exp.ReportMaxChars,
+		TranscriptChars: r.Config.Mediator.TranscriptChars, Seed: seed}
 	r.advisor = &mediator.Advisor{Client: r.Clients.Get(conditions.RoleAdvisor), Caller: "coevo/advisor", Seed: seed}
 	r.reflector = &mediator.Reflector{Client: r.Clients.Get(conditions.RoleReflector), Caller: "coevo/reflector",
 		MinChangedWords: r.Config.Reflection.MinChangedWords, Seed: seed}

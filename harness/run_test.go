@@ -17,6 +17,7 @@ import (
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/executor/lab"
 	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/llm/llmtest"
@@ -36,6 +37,9 @@ type fakeTrials struct {
 	// warnings are added to every trace of a task.
 	warnings map[string][]string
 	delay    time.Duration
+	// transcript makes every trial write a lab transcript of one failing
+	// command, marked with its task and iteration.
+	transcript bool
 }
 
 func (f *fakeTrials) Run(ctx context.Context, spec executor.TrialSpec) *executor.Trace {
@@ -47,6 +51,13 @@ func (f *fakeTrials) Run(ctx context.Context, spec executor.TrialSpec) *executor
 	}
 	tr := &executor.Trace{TaskID: spec.Task.ID, Iteration: spec.Iteration, TrialID: spec.TrialID, Agent: "fake",
 		VerifierOutput: fmt.Sprintf("MARK-%s-%d", spec.Task.ID, spec.Iteration), Warnings: f.warnings[spec.Task.ID]}
+	if f.transcript {
+		if err := writeFakeTranscript(spec); err != nil {
+			tr.Status, tr.Errors = executor.StatusEnvFailure, []string{err.Error()}
+			return tr
+		}
+		tr.JobDir, tr.TranscriptPath = spec.JobDir, lab.TranscriptFile
+	}
 	if st, ok := f.status[fmt.Sprintf("%s/%d", spec.Task.ID, spec.Iteration)]; ok {
 		tr.Status = st
 		tr.Errors = []string{"simulated " + string(st)}

@@ -182,6 +182,7 @@ func (t *taskRun) feedback(ctx context.Context, plan string, trace *executor.Tra
 	case conditions.FullTraces:
 		return t.summary(ctx, digest)
 	case conditions.StaticMediator, conditions.LearnedMediator:
+		digest.Transcript = t.condensedTranscript(trace)
 		return t.report(ctx, digest)
 	}
 	return "", true

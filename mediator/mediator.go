@@ -42,6 +42,10 @@ type TraceDigest struct {
 	Errors                               []string
 	// Plan is the plan the Executor was given.
 	Plan string
+	// Transcript is the Executor's transcript condensed to the run's
+	// budget: its tool calls, commands, exit codes, heads and tails of
+	// output, errors. Empty when there is none or none is to be shown.
+	Transcript string
 }
 
 // Mediator writes reports on traces for the Planner.
@@ -51,7 +55,10 @@ type Mediator struct {
 	Caller string
 	// MaxChars caps a report's content in characters; <= 0 means no cap.
 	MaxChars int
-	Seed     int64
+	// TranscriptChars caps the condensed transcript shown; <= 0 means
+	// maxTranscriptChars.
+	TranscriptChars int
+	Seed            int64
 }
 
 // Report is the Mediator's output for one trace.
@@ -78,7 +85,8 @@ type Report struct {
 const ReasonInvalidOutput = "mediator output invalid"
 
 const mediatorHeader = `You are the Mediator of a research lab of LLM agents. You read one execution trace of the Executor
-(reward, test results, excerpts of its output, errors, the plan it followed) and decide what, if anything,
+(reward, test results, excerpts of its output, errors, the plan it followed, and a condensed transcript of
+the commands it ran and what they printed) and decide what, if anything,
 the Planner should learn from it. You write one report for the Planner, or withhold it with a reason.
 You never change the task, never talk to the Executor and never edit skills. Follow your protocol below.
 Answer with one JSON object with the fields abstraction_level ("trace", "reflection" or "pattern"),
@@ -91,6 +99,9 @@ func (m *Mediator) Report(ctx context.Context, protocol string, d TraceDigest) (
 	trace := renderTrace(d)
 	var p prompt.Builder
 	p.Text(trace)
+	if t := strings.TrimSpace(d.Transcript); t != "" {
+		p.Section("Transcript (condensed)", transcriptNote+"\n\n"+prompt.Cap(t, m.transcriptCap()))
+	}
 	budget := "no fixed limit; keep it short"
 	if m.MaxChars > 0 {
 		budget = fmt.Sprintf("at most %d characters; anything longer is cut", m.MaxChars)
@@ -126,8 +137,21 @@ func (m *Mediator) Report(ctx context.Context, protocol string, d TraceDigest) (
 	return rep, nil
 }
 
+// transcriptNote tells the Mediator how to read the condensed transcript.
+const transcriptNote = "Every tool call of the Executor in order, numbered, by agent (a subagent as kind#dispatch), " +
+	"with exit codes and the heads and tails of output. The first error and the last steps are whole; " +
+	"other steps may be shortened to one line or omitted, and cut text is marked."
+
+func (m *Mediator) transcriptCap() int {
+	if m.TranscriptChars > 0 {
+		return m.TranscriptChars
+	}
+	return maxTranscriptChars
+}
+
 // renderTrace is the trace part of the Mediator's prompt, also what the
-// offline Mediator reports on.
+// offline Mediator reports on. The transcript is not part of it, so offline
+// answers do not depend on what a sandbox printed.
 func renderTrace(d TraceDigest) string {
 	var p prompt.Builder
 	p.Line("# Trace of task %s, iteration %d", d.TaskID, d.Iteration)

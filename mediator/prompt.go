@@ -14,3 +14,7 @@ const (
 	maxLaterRewards  = 10    // the most recent rewards of a proposal's task the Advisor sees
 	maxPairLineChars = 400   // one pair in the one-line form the offline Reflector reads
 )
+
+// maxTranscriptChars caps a condensed transcript when the Mediator is given
+// no budget of its own.
+const maxTranscriptChars = 20000
