@@ -38,7 +38,9 @@ type CallRecord struct {
 
 // CallRecorder keeps the records of a client's calls. Record is called once
 // per call, failed ones included, and may be called from several goroutines
-// at once.
+// at once. The record shares the request's and response's slices and maps
+// with the caller, who may reuse them once Record returns: a recorder that
+// keeps a record longer must copy what it keeps.
 type CallRecorder interface {
 	Record(CallRecord)
 }
