@@ -15,8 +15,9 @@ type Clients struct {
 }
 
 // NewClients builds a client for every role of the configuration, each on a
-// provider from providers. seed feeds the offline provider.
-func NewClients(cfg *config.Config, ledger *llm.Ledger, seed int64, providers ProviderFunc) (*Clients, error) {
+// provider from providers. seed feeds the offline provider. calls, when not
+// nil, is given a record of every call of every client (see CallLog).
+func NewClients(cfg *config.Config, ledger *llm.Ledger, seed int64, providers ProviderFunc, calls llm.CallRecorder) (*Clients, error) {
 	c := &Clients{byRole: map[conditions.Role]*llm.Client{}, offline: true}
 	for _, role := range conditions.ModelRoles() {
 		m, err := cfg.Model(role)
@@ -30,7 +31,7 @@ func NewClients(cfg *config.Config, ledger *llm.Ledger, seed int64, providers Pr
 		if !p.Offline() {
 			c.offline = false
 		}
-		c.byRole[role] = &llm.Client{Provider: p, Ledger: ledger, Role: string(role)}
+		c.byRole[role] = &llm.Client{Provider: p, Ledger: ledger, Role: string(role), Model: m.Model, Recorder: calls}
 	}
 	return c, nil
 }

@@ -156,7 +156,13 @@ func (ex *execution) single(ctx context.Context) (*Outcome, error) {
 func (ex *execution) runRow(ctx context.Context, d *rundir.Dir, row RowSpec, matrixID string, ledger *llm.Ledger) RowOutcome {
 	p := ex.opts.Plan
 	ro := RowOutcome{Name: row.Name, Dir: d.Path}
-	clients, err := NewClients(ex.cfg, ledger, row.Seed, ex.opts.Providers)
+	calls, err := OpenCallLog(d.Path, ex.cfg)
+	if err != nil {
+		ro.Status, ro.Error, ro.Result = rundir.StatusFailed, err.Error(), Result{Status: rundir.StatusFailed, Err: err}
+		return ro
+	}
+	defer calls.Close()
+	clients, err := NewClients(ex.cfg, ledger, row.Seed, ex.opts.Providers, calls)
 	if err != nil {
 		ro.Status, ro.Error, ro.Result = rundir.StatusFailed, err.Error(), Result{Status: rundir.StatusFailed, Err: err}
 		return ro
@@ -169,7 +175,7 @@ func (ex *execution) runRow(ctx context.Context, d *rundir.Dir, row RowSpec, mat
 	run := &Run{Spec: row, Config: ex.cfg, Tasks: ex.tasks, Iterations: p.Iterations, AgentKind: p.Agent,
 		Offline: p.Offline, MatrixID: matrixID, Dir: d, Concurrency: max(1, p.Concurrency),
 		ForceResume: ex.opts.ForceResume, Meta: ex.meta(), ValidationPool: ex.pool, Trials: ex.trials, NewAgent: newAgent,
-		Clients: clients, Ledger: ledger, Events: ex.opts.Events}
+		Clients: clients, Calls: calls, Ledger: ledger, Events: ex.opts.Events}
 	if matrixID != "" {
 		run.MatrixLedger = ex.ledger
 	}

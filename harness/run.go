@@ -54,7 +54,10 @@ type Run struct {
 	Trials   TrialRunner
 	NewAgent AgentFactory
 	Clients  *Clients
-	Ledger   *llm.Ledger
+	// Calls, when set, is the call log the clients record to; a record it
+	// failed to write fails the next checkpoint.
+	Calls  *CallLog
+	Ledger *llm.Ledger
 	// Meta is how the run was started, recorded with a forced resume's
 	// configuration.
 	Meta config.RunMeta
@@ -391,7 +394,19 @@ func (r *Run) baseRow(it int, task, trialID, student string, hashes map[conditio
 		TrialID: trialID, Student: student,
 		ExecutorSkillHash: hashes[conditions.RoleExecutor], PlannerSkillHash: hashes[conditions.RolePlanner],
 		MediatorSkillHash: hashes[conditions.RoleMediator],
+		PlannerModel:      r.modelID(conditions.RolePlanner), ExecutorModel: r.modelID(conditions.RoleExecutor),
+		MediatorModel: r.modelID(conditions.RoleMediator), CompactorModel: r.modelID(conditions.RoleCompactor),
+		AdvisorModel: r.modelID(conditions.RoleAdvisor), ReflectorModel: r.modelID(conditions.RoleReflector),
 	}
+}
+
+// modelID is the model a role is configured with ("" when it has none).
+func (r *Run) modelID(role conditions.Role) string {
+	m, err := r.Config.Model(role)
+	if err != nil {
+		return ""
+	}
+	return m.Model
 }
 
 func fillTraceColumns(row *rundir.MetricRow, t *executor.Trace) {

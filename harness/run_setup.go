@@ -189,6 +189,9 @@ func (r *Run) snapshotAll() error {
 // metrics part is in place, so a crash between the two only repeats the
 // iteration, whose part is then rewritten under the same name.
 func (r *Run) checkpoint(it int) error {
+	if err := r.Calls.Err(); err != nil {
+		return err
+	}
 	hashes, err := r.store.Hashes()
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mediated-coevo/harness/config"
 )
@@ -19,6 +20,11 @@ type Client struct {
 	// Role is the model role (one of conditions.ModelRoles()); it is the ledger
 	// caller when a request names none.
 	Role string
+	// Model is the configured model id, written in call records.
+	Model string
+	// Recorder, when set, is given a record of every call, failed ones
+	// included.
+	Recorder CallRecorder
 	// player answers the client's calls when its provider is offline (see
 	// WithPlayer).
 	player Player
@@ -26,10 +32,18 @@ type Client struct {
 
 // Complete refuses with an error wrapping ErrBudgetExhausted when the
 // budget is spent, otherwise calls the provider and charges the ledger
-// under req.Caller (or the client's role).
+// under req.Caller (or the client's role). The call is recorded either way.
 func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
+	resp, rec, err := c.call(ctx, req)
+	c.record(rec)
+	return resp, err
+}
+
+// call makes one call and returns its record unwritten, so that Structured
+// can add what it makes of the answer first.
+func (c *Client) call(ctx context.Context, req Request) (Response, CallRecord, error) {
 	if c == nil || c.Provider == nil {
-		return Response{}, fmt.Errorf("model client has no provider")
+		return Response{}, CallRecord{}, fmt.Errorf("model client has no provider")
 	}
 	if req.Caller == "" {
 		req.Caller = c.Role
@@ -37,14 +51,20 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 	if c.player != nil {
 		req.player = c.player
 	}
+	rec := CallRecord{Start: time.Now(), Caller: req.Caller, Role: c.Role, Model: c.Model, Offline: c.Provider.Offline(), Request: req}
 	if c.Ledger != nil {
 		if err := c.Ledger.Check(); err != nil {
-			return Response{}, fmt.Errorf("call for %s refused: %w", req.Caller, err)
+			rec.Err = fmt.Errorf("call for %s refused: %w", req.Caller, err)
+			return Response{}, rec, rec.Err
 		}
 	}
 	resp, err := c.Provider.Complete(ctx, req)
+	rec.Latency = time.Since(rec.Start)
+	rec.Attempts = resp.Attempts
 	if err != nil {
-		return Response{}, fmt.Errorf("model call for %s: %w", req.Caller, err)
+		rec.Retries = max(resp.Attempts-1, 0)
+		rec.Err = fmt.Errorf("model call for %s: %w", req.Caller, err)
+		return Response{}, rec, rec.Err
 	}
 	if resp.Usage.Calls == 0 {
 		resp.Usage.Calls = 1
@@ -52,10 +72,22 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 	if resp.Attempts > 1 {
 		resp.Usage.Retries = int64(resp.Attempts - 1)
 	}
+	rec.Retries = int(resp.Usage.Retries)
+	if rec.Model == "" {
+		rec.Model = resp.Model
+	}
 	if c.Ledger != nil {
 		c.Ledger.Charge(req.Caller, resp.Usage)
 	}
-	return resp, nil
+	r := resp
+	rec.Response = &r
+	return resp, rec, nil
+}
+
+func (c *Client) record(rec CallRecord) {
+	if c != nil && c.Recorder != nil && !rec.Start.IsZero() {
+		c.Recorder.Record(rec)
+	}
 }
 
 // Offline reports whether the client's provider answers synthetically.

@@ -120,7 +120,8 @@ type Response struct {
 }
 
 // Provider answers model calls. Implementations retry transient failures
-// themselves; an error means the call failed for good.
+// themselves; an error means the call failed for good, and the Response
+// returned with it may still say how many Attempts were made.
 type Provider interface {
 	Complete(ctx context.Context, req Request) (Response, error)
 	// Offline reports whether answers are synthetic (offline runs are labelled).

@@ -143,7 +143,8 @@ func (e *transientError) Unwrap() error { return e.err }
 
 // Complete sends one chat-completions request, retrying 408, 409, 429 and
 // 5xx answers, connection errors, timed-out attempts and malformed bodies up
-// to the model's max_retries. Usage is that of the successful attempt.
+// to the model's max_retries. Usage is that of the successful attempt. A
+// failed call's Response carries only Attempts, how many were made.
 func (o *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 	params, err := o.chatParams(req)
 	if err != nil {
@@ -160,7 +161,7 @@ func (o *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 			if err := o.backoff.Sleep(ctx, o.delay(attempt-1, ra)); err != nil {
 				// Keep the failure that made it wait: it is the cause a
 				// user needs, the cancellation only ended the wait.
-				return Response{}, fmt.Errorf("model %s: waiting to retry after %v: %w", o.model.Model, lastErr, err)
+				return Response{Attempts: attempt}, fmt.Errorf("model %s: waiting to retry after %v: %w", o.model.Model, lastErr, err)
 			}
 		}
 		resp, err := o.attempt(ctx, params)
@@ -169,15 +170,15 @@ func (o *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 			return resp, nil
 		}
 		if ctx.Err() != nil {
-			return Response{}, fmt.Errorf("model %s: %w", o.model.Model, ctx.Err())
+			return Response{Attempts: attempt + 1}, fmt.Errorf("model %s: %w", o.model.Model, ctx.Err())
 		}
 		var te *transientError
 		if !errors.As(err, &te) {
-			return Response{}, fmt.Errorf("model %s at %s: %w", o.model.Model, o.model.BaseURL, err)
+			return Response{Attempts: attempt + 1}, fmt.Errorf("model %s at %s: %w", o.model.Model, o.model.BaseURL, err)
 		}
 		lastErr = err
 	}
-	return Response{}, fmt.Errorf("model %s at %s: giving up after %d attempts: %w",
+	return Response{Attempts: o.retries + 1}, fmt.Errorf("model %s at %s: giving up after %d attempts: %w",
 		o.model.Model, o.model.BaseURL, o.retries+1, lastErr)
 }
 

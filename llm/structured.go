@@ -12,15 +12,17 @@ import (
 // asked for once more with the problem explained; if that fails too,
 // fallback is returned with fellBack set, for the caller to count. Model
 // and budget errors are returned as errors (with T's zero value), never
-// fallen back.
+// fallen back. Each call is recorded as Complete records it, with why an
+// answer was unusable and, on the last, that the fallback replaced it.
 func Structured[T any](ctx context.Context, c *Client, req Request, validate func(T) error, fallback T) (v T, fellBack bool, err error) {
 	name := req.SchemaName
 	if name == "" {
 		name = "requested"
 	}
 	for attempt := 0; attempt < 2; attempt++ {
-		resp, err := c.Complete(ctx, req)
+		resp, rec, err := c.call(ctx, req)
 		if err != nil {
+			c.record(rec)
 			var zero T
 			return zero, false, err
 		}
@@ -30,8 +32,12 @@ func Structured[T any](ctx context.Context, c *Client, req Request, validate fun
 			problem = check(got, validate)
 		}
 		if problem == nil {
+			c.record(rec)
 			return got, false, nil
 		}
+		rec.Unusable = problem.Error()
+		rec.Fallback = attempt == 1
+		c.record(rec)
 		req.Messages = append(slices.Clip(req.Messages),
 			Message{Role: RoleAssistant, Content: resp.Message.Content},
 			Message{Role: RoleUser, Content: fmt.Sprintf(

@@ -83,6 +83,10 @@ const (
 	RejectedFile     = "history/rejected_proposals.jsonl"
 	SkillUpdatesFile = "history/skill_updates.jsonl"
 	ReflectionsFile  = "history/reflections.jsonl"
+	// CallsFile keeps every model call of the run, one CallRecord per
+	// line. Unlike the history it is never cut back on resume: a call
+	// made in an iteration that is redone was still made.
+	CallsFile = "history/calls.jsonl"
 )
 
 // MetricsPartExt ends the name of every metrics part.

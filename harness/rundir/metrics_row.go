@@ -63,6 +63,15 @@ type MetricRow struct {
 	PlannerSkillHash  string `parquet:"planner_skill_hash,dict" json:"planner_skill_hash"`
 	MediatorSkillHash string `parquet:"mediator_skill_hash,dict" json:"mediator_skill_hash"`
 
+	// The model id each role was configured with. Parts written before
+	// these columns existed read back with them empty.
+	PlannerModel   string `parquet:"planner_model,dict" json:"planner_model"`
+	ExecutorModel  string `parquet:"executor_model,dict" json:"executor_model"`
+	MediatorModel  string `parquet:"mediator_model,dict" json:"mediator_model"`
+	CompactorModel string `parquet:"compactor_model,dict" json:"compactor_model"`
+	AdvisorModel   string `parquet:"advisor_model,dict" json:"advisor_model"`
+	ReflectorModel string `parquet:"reflector_model,dict" json:"reflector_model"`
+
 	// ReportWithheld is NULL when no Mediator ran for this trial.
 	ReportWithheld      *bool `parquet:"report_withheld,optional" json:"report_withheld"`
 	PlannerContextChars int32 `parquet:"planner_context_chars" json:"planner_context_chars"`

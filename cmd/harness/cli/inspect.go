@@ -26,6 +26,9 @@ type InspectOptions struct {
 	K        int
 	Follow   bool
 	Interval time.Duration
+	// Calls lists the run's model calls, picked by CallFilter.
+	Calls      bool
+	CallFilter inspect.CallFilter
 }
 
 // MatrixView is what `harness inspect MATRIX` prints without --compare.
@@ -52,11 +55,16 @@ bootstrap interval over tasks, the paired per-task difference to the no_feedback
 times (--k fixes k), environment failures and unscored trials counted apart, and a
 warning when one task dominates.
 
+--calls lists a run's model calls, one line each (time, caller, role, task, iteration,
+model, tokens, latency, retries, fallback or error); --role, --task and --iteration pick
+some, and with --json the records themselves are printed, prompts and answers included.
+
 --follow tails a live run or matrix from its files until it stops. --json everywhere.`,
 		Example: `  harness inspect
   harness inspect data/experiments/20261121T050502Z-42-baseline-matrix --compare
   harness inspect data/experiments/20261121T050502Z-42-learned_mediator --json
-  harness inspect data/experiments/20261121T050502Z-42-learned_mediator --follow`,
+  harness inspect data/experiments/20261121T050502Z-42-learned_mediator --follow
+  harness inspect data/experiments/20261121T050502Z-42-learned_mediator --calls --role mediator --iteration 2`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("%s takes at most one directory (got %d arguments)", cmd.CommandPath(), len(args))
@@ -77,6 +85,9 @@ warning when one task dominates.
 			if o.Baseline != "" && !o.Compare {
 				return usagef("--baseline goes with --compare")
 			}
+			if err := checkCallFlags(cmd, o); err != nil {
+				return err
+			}
 			if cmd.Flags().Changed("k") && (!o.Compare || o.K < 1) {
 				return usagef("--k goes with --compare and needs a whole number of at least 1 (got %d)", o.K)
 			}
@@ -94,8 +105,46 @@ warning when one task dominates.
 	fl.IntVar(&o.K, "k", 0, "with --compare: the k of pass@k and pass^k (default: the fewest trials of any task, at most 5)")
 	fl.BoolVar(&o.Follow, "follow", false, "tail a live run or matrix until it stops")
 	fl.DurationVar(&o.Interval, "interval", inspect.DefaultFollowInterval, "with --follow: how often to look for news")
+	fl.BoolVar(&o.Calls, "calls", false, "list the run's model calls")
+	fl.StringVar(&o.CallFilter.Role, "role", "", "with --calls: only this role's calls")
+	fl.StringVar(&o.CallFilter.Task, "task", "", "with --calls: only calls for this task")
+	fl.IntVar(&o.CallFilter.Iteration, "iteration", 0, "with --calls: only calls in this iteration")
 	_ = cmd.MarkFlagDirname("root")
 	return cmd
+}
+
+// checkCallFlags refuses --calls with a mode it does not combine with, and
+// the filters without --calls.
+func checkCallFlags(cmd *cobra.Command, o *InspectOptions) error {
+	fl := cmd.Flags()
+	if !o.Calls {
+		for _, name := range []string{"role", "task", "iteration"} {
+			if fl.Changed(name) {
+				return usagef("--%s goes with --calls", name)
+			}
+		}
+		return nil
+	}
+	switch {
+	case o.Dir == "":
+		return usagef("--calls needs a run directory")
+	case o.Compare || o.Follow:
+		return usagef("--calls does not combine with --compare or --follow")
+	case fl.Changed("iteration") && o.CallFilter.Iteration < 1:
+		return usagef("--iteration needs a whole number of at least 1 (got %d)", o.CallFilter.Iteration)
+	}
+	return nil
+}
+
+func runCalls(o *InspectOptions) error {
+	calls, err := inspect.Calls(o.Dir, o.CallFilter)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return inspect.WriteJSON(o.IO.Out, calls)
+	}
+	return inspect.WriteCallsText(o.IO.Out, calls, isTerminal(o.IO.Out))
 }
 
 func runInspect(ctx context.Context, o *InspectOptions) error {
@@ -118,6 +167,9 @@ func runInspect(ctx context.Context, o *InspectOptions) error {
 		return usagef("%s does not exist; `harness inspect` with no directory lists the runs under %s", o.Dir, o.Root)
 	} else if err != nil || !st.IsDir() {
 		return usagef("%s is not a run or matrix directory", o.Dir)
+	}
+	if o.Calls {
+		return runCalls(o)
 	}
 	if o.Follow {
 		err := inspect.Follow(ctx, o.Dir, o.IO.Out, o.Interval)

@@ -1,0 +1,221 @@
+package harness
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/harness/rundir"
+	"github.com/mediated-coevo/harness/internal/durable"
+	"github.com/mediated-coevo/harness/llm"
+)
+
+// CallLog keeps every model call of one run in its rundir.CallsFile: the
+// recorder handed to the run's model clients. Each record is written and
+// synced as it comes, with every configured API key value redacted. A
+// record that cannot be written is remembered; the run fails at its next
+// checkpoint (see Err) rather than carry on with calls missing.
+type CallLog struct {
+	log     *durable.Log
+	secrets []string
+
+	mu  sync.Mutex
+	err error
+}
+
+// OpenCallLog opens (or, on resume, reopens for appending) the call log of
+// the run directory dir. The values of the variables cfg's models read their
+// keys from are what it redacts.
+func OpenCallLog(dir string, cfg *config.Config) (*CallLog, error) {
+	log, err := durable.OpenLog(filepath.Join(dir, rundir.CallsFile))
+	if err != nil {
+		return nil, err
+	}
+	return &CallLog{log: log, secrets: cfg.Secrets()}, nil
+}
+
+// Record writes one call.
+func (l *CallLog) Record(rec llm.CallRecord) {
+	out := toCallRecord(rec)
+	redactCall(&out, func(s string) string { return config.RedactString(s, l.secrets) })
+	data, err := json.Marshal(out)
+	if err == nil {
+		for _, s := range l.secrets {
+			if len(s) >= 8 && bytes.Contains(data, []byte(s)) {
+				err = errors.New("a record would contain the value of an API key variable; not written")
+			}
+		}
+	}
+	if err == nil {
+		err = l.log.Append(json.RawMessage(data))
+	}
+	if err != nil {
+		l.mu.Lock()
+		if l.err == nil {
+			l.err = fmt.Errorf("call log: record of %s: %w", rec.Caller, err)
+		}
+		l.mu.Unlock()
+	}
+}
+
+// Err is the first failure to write a record; nil for a nil log.
+func (l *CallLog) Err() error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// Close closes the file; a nil log is a no-op.
+func (l *CallLog) Close() error {
+	if l == nil {
+		return nil
+	}
+	return l.log.Close()
+}
+
+// toCallRecord converts a client's record to the on-disk shape. Task and
+// iteration come from the caller path (see callScope).
+func toCallRecord(rec llm.CallRecord) rundir.CallRecord {
+	task, it := callScope(rec.Caller)
+	req := rec.Request
+	out := rundir.CallRecord{
+		Time: rec.Start.UTC(), Caller: rec.Caller, Role: rec.Role, Kind: string(req.Kind), Task: task, Iteration: it,
+		Model: rec.Model, Offline: rec.Offline, LatencyMS: rec.Latency.Milliseconds(), Attempts: rec.Attempts,
+		Retries: rec.Retries, Unusable: rec.Unusable, Fallback: rec.Fallback,
+		Request: rundir.CallRequest{Messages: make([]rundir.CallMessage, 0, len(req.Messages)), ToolChoice: req.ToolChoice,
+			Schema: genericJSON(req.Schema), SchemaName: req.SchemaName, Seed: req.Seed},
+	}
+	for _, m := range req.Messages {
+		out.Request.Messages = append(out.Request.Messages, callMessage(m))
+	}
+	for _, t := range req.Tools {
+		out.Request.Tools = append(out.Request.Tools, rundir.CallTool{Name: t.Name, Description: t.Description, Parameters: genericJSON(t.Parameters)})
+	}
+	if r := rec.Response; r != nil {
+		out.Response = &rundir.CallResponse{Message: callMessage(r.Message), FinishReason: r.FinishReason, Model: r.Model}
+		out.Usage = rundir.CallUsage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
+			CostUSD: r.Usage.CostUSD, CostKnown: r.Usage.CostKnown}
+	}
+	if rec.Err != nil {
+		out.Error = rec.Err.Error()
+	}
+	return out
+}
+
+func callMessage(m llm.Message) rundir.CallMessage {
+	out := rundir.CallMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+	for _, tc := range m.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, rundir.CallToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+	}
+	return out
+}
+
+// genericJSON is m decoded back from its JSON form, so that every string in
+// it, however the schema was built, can be reached for redaction.
+func genericJSON(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return map[string]any{"unencodable": err.Error()}
+	}
+	var out map[string]any
+	if err := json.Unmarshal(data, &out); err != nil {
+		return map[string]any{"unencodable": err.Error()}
+	}
+	return out
+}
+
+// redactCall passes every string of a record through red.
+func redactCall(r *rundir.CallRecord, red func(string) string) {
+	for _, s := range []*string{&r.Caller, &r.Role, &r.Kind, &r.Task, &r.Model, &r.Unusable, &r.Error,
+		&r.Request.ToolChoice, &r.Request.SchemaName} {
+		*s = red(*s)
+	}
+	for i := range r.Request.Messages {
+		redactMessage(&r.Request.Messages[i], red)
+	}
+	if r.Response != nil {
+		r.Response.FinishReason, r.Response.Model = red(r.Response.FinishReason), red(r.Response.Model)
+		redactMessage(&r.Response.Message, red)
+	}
+	for i := range r.Request.Tools {
+		t := &r.Request.Tools[i]
+		t.Name, t.Description = red(t.Name), red(t.Description)
+		t.Parameters, _ = redactAny(t.Parameters, red).(map[string]any)
+	}
+	r.Request.Schema, _ = redactAny(r.Request.Schema, red).(map[string]any)
+}
+
+func redactMessage(m *rundir.CallMessage, red func(string) string) {
+	m.Role, m.Content, m.ToolCallID, m.Name = red(m.Role), red(m.Content), red(m.ToolCallID), red(m.Name)
+	for j := range m.ToolCalls {
+		tc := &m.ToolCalls[j]
+		tc.ID, tc.Name, tc.Arguments = red(tc.ID), red(tc.Name), red(tc.Arguments)
+	}
+}
+
+// redactAny redacts the strings, map keys included, of a decoded JSON value.
+func redactAny(v any, red func(string) string) any {
+	switch v := v.(type) {
+	case string:
+		return red(v)
+	case map[string]any:
+		if v == nil {
+			return v
+		}
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[red(k)] = redactAny(e, red)
+		}
+		return out
+	case []any:
+		for i, e := range v {
+			v[i] = redactAny(e, red)
+		}
+		return v
+	}
+	return v
+}
+
+var (
+	// trialSegment is a trial id, "i0003-<task>"; iterationSegment an
+	// iteration alone, as the Reflector's path has it.
+	trialSegment     = regexp.MustCompile(`^i(\d{4,})-(.+)$`)
+	iterationSegment = regexp.MustCompile(`^i(\d{4,})$`)
+	// validationSegment is a validation trial's id, "vb001-candidate-<task>-k0".
+	validationSegment = regexp.MustCompile(`^v[^-]+-(?:current|candidate)-(.+)-k\d+$`)
+)
+
+// callScope reads the task and iteration a call belongs to from its caller
+// path. Every per-task caller carries the trial id "i%04d-<task>" as one
+// segment (planner/i0003-csv-parser, executor/student-1/i0003-csv-parser/code,
+// mediator/..., compactor/...); the Reflector's path ends in "i%04d"; a
+// validation trial's id names the task but no iteration. Calls about a whole
+// batch (the Advisor, drafts) have neither.
+func callScope(caller string) (task string, iteration int) {
+	for _, seg := range strings.Split(caller, "/") {
+		if m := trialSegment.FindStringSubmatch(seg); m != nil {
+			it, _ := strconv.Atoi(m[1])
+			return m[2], it
+		}
+		if m := iterationSegment.FindStringSubmatch(seg); m != nil {
+			iteration, _ = strconv.Atoi(m[1])
+		}
+		if m := validationSegment.FindStringSubmatch(seg); m != nil {
+			task = m[1]
+		}
+	}
+	return task, iteration
+}
