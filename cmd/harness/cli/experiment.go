@@ -17,7 +17,7 @@ import (
 )
 
 // DefaultOut is where run and matrix directories go unless --out says.
-const DefaultOut = "data/experiments"
+const DefaultOut = rundir.DefaultRoot
 
 // Execution is everything a validated run or matrix hands to the executor.
 type Execution struct {
