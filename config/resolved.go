@@ -120,6 +120,15 @@ func redact(v reflect.Value, secrets []string) {
 		if !v.IsNil() {
 			redact(v.Elem(), secrets)
 		}
+	case reflect.Interface:
+		// A value held in an interface (decoded JSON in a map[string]any)
+		// is not settable: copy it out, redact, store back.
+		if !v.IsNil() && v.CanSet() {
+			e := reflect.New(v.Elem().Type()).Elem()
+			e.Set(v.Elem())
+			redact(e, secrets)
+			v.Set(e)
+		}
 	case reflect.Struct:
 		for i := range v.NumField() {
 			if v.Type().Field(i).IsExported() {

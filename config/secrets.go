@@ -1,12 +1,15 @@
 package config
 
+import "reflect"
+
 // Secrets returns the non-empty values of the environment variables named
 // by any model's api_key_env, longest first, for a writer that must keep
-// them out of what it writes (see RedactString).
+// them out of what it writes (see Redact).
 func (c *Config) Secrets() []string { return secretValues(c) }
 
-// RedactString replaces the secrets in s with Redacted, as the resolved
-// configuration does: a secret of eight characters or more wherever it
-// occurs, a shorter one only as the whole of s or after a "=", since it
-// could not be told apart from ordinary text.
-func RedactString(s string, secrets []string) string { return redactString(s, secrets) }
+// Redact replaces the secrets in every exported string reachable from ptr
+// (a pointer), map keys and values held in interfaces included, with
+// Redacted, as the resolved configuration is: a secret of eight characters
+// or more wherever it occurs, a shorter one only as a whole string or after
+// a "=", since it could not be told apart from ordinary text.
+func Redact(ptr any, secrets []string) { redact(reflect.ValueOf(ptr), secrets) }

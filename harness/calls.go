@@ -44,7 +44,7 @@ func OpenCallLog(dir string, cfg *config.Config) (*CallLog, error) {
 // Record writes one call.
 func (l *CallLog) Record(rec llm.CallRecord) {
 	out := toCallRecord(rec)
-	redactCall(&out, func(s string) string { return config.RedactString(s, l.secrets) })
+	config.Redact(&out, l.secrets)
 	data, err := json.Marshal(out)
 	if err == nil {
 		for _, s := range l.secrets {
@@ -120,8 +120,9 @@ func callMessage(m llm.Message) rundir.CallMessage {
 	return out
 }
 
-// genericJSON is m decoded back from its JSON form, so that every string in
-// it, however the schema was built, can be reached for redaction.
+// genericJSON is a deep copy of m decoded back from its JSON form, so that
+// redaction reaches every string in it without touching the request's own
+// schema, which later calls may share.
 func genericJSON(m map[string]any) map[string]any {
 	if m == nil {
 		return nil
@@ -135,58 +136,6 @@ func genericJSON(m map[string]any) map[string]any {
 		return map[string]any{"unencodable": err.Error()}
 	}
 	return out
-}
-
-// redactCall passes every string of a record through red.
-func redactCall(r *rundir.CallRecord, red func(string) string) {
-	for _, s := range []*string{&r.Caller, &r.Role, &r.Kind, &r.Task, &r.Model, &r.Unusable, &r.Error,
-		&r.Request.ToolChoice, &r.Request.SchemaName} {
-		*s = red(*s)
-	}
-	for i := range r.Request.Messages {
-		redactMessage(&r.Request.Messages[i], red)
-	}
-	if r.Response != nil {
-		r.Response.FinishReason, r.Response.Model = red(r.Response.FinishReason), red(r.Response.Model)
-		redactMessage(&r.Response.Message, red)
-	}
-	for i := range r.Request.Tools {
-		t := &r.Request.Tools[i]
-		t.Name, t.Description = red(t.Name), red(t.Description)
-		t.Parameters, _ = redactAny(t.Parameters, red).(map[string]any)
-	}
-	r.Request.Schema, _ = redactAny(r.Request.Schema, red).(map[string]any)
-}
-
-func redactMessage(m *rundir.CallMessage, red func(string) string) {
-	m.Role, m.Content, m.ToolCallID, m.Name = red(m.Role), red(m.Content), red(m.ToolCallID), red(m.Name)
-	for j := range m.ToolCalls {
-		tc := &m.ToolCalls[j]
-		tc.ID, tc.Name, tc.Arguments = red(tc.ID), red(tc.Name), red(tc.Arguments)
-	}
-}
-
-// redactAny redacts the strings, map keys included, of a decoded JSON value.
-func redactAny(v any, red func(string) string) any {
-	switch v := v.(type) {
-	case string:
-		return red(v)
-	case map[string]any:
-		if v == nil {
-			return v
-		}
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			out[red(k)] = redactAny(e, red)
-		}
-		return out
-	case []any:
-		for i, e := range v {
-			v[i] = redactAny(e, red)
-		}
-		return v
-	}
-	return v
 }
 
 var (
