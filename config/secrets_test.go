@@ -36,4 +36,3 @@ func TestRedactReachesEveryString(t *testing.T) {
 		})
 	}
 }
-
