@@ -12,10 +12,11 @@ LDFLAGS := -X $(PKG)/harness/rundir.Version=$(VERSION) -X $(PKG)/harness/rundir.
 # Docker integration tests build images; give the whole suite room.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build test lint base-image smoke bench
+.PHONY: help build install test lint base-image smoke bench
 
 help:
 	@echo "make build       build $(BIN) (version $(VERSION), commit $(COMMIT))"
+	@echo "make install     install harness into GOBIN (default: GOPATH/bin), so that it runs as 'harness'"
 	@echo "make test        run every test: go test -race ./... (Docker tests skip without an engine, fail instead with HARNESS_REQUIRE_DOCKER=1)"
 	@echo "make lint        gofmt must list nothing; go vet ./..."
 	@echo "make base-image  build the local base image harness-base:bookworm (debootstrap + docker import)"
@@ -23,7 +24,12 @@ help:
 	@echo "make bench       Go benchmarks of the harness's own overhead"
 
 build:
+	@echo "== building $(BIN) (version $(VERSION), commit $(COMMIT))"
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/harness
+
+install:
+	@echo "== installing harness (version $(VERSION), commit $(COMMIT)) into $$(d=$$($(GO) env GOBIN); echo $${d:-$$($(GO) env GOPATH)/bin})"
+	$(GO) install -trimpath -ldflags "$(LDFLAGS)" ./cmd/harness
 
 test:
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
@@ -34,12 +40,15 @@ lint:
 	$(GO) vet ./...
 
 base-image:
+	@echo "== base image harness-base:bookworm: built from Debian packages when missing or outdated (debootstrap + docker import, a few minutes the first time)"
 	bash benchmarks/baseimage/build.sh
 
 # Runs offline (no model endpoint, no key): a test of the machinery, not evidence.
 SMOKE_FLAGS ?= --iterations 2
 
 smoke: base-image build
+	@echo "== offline smoke matrix on the pinned smoke task set with the offline model provider, flags: $(SMOKE_FLAGS)"
+	@echo "== the first run builds each smoke task's image; a progress line follows every few seconds"
 	$(BIN) matrix --task-set smoke --offline $(SMOKE_FLAGS)
 
 bench:

@@ -287,6 +287,21 @@ func (r *Resolver) taskDirIndex() (map[string]string, []string) {
 	return index, notes
 }
 
+// LocalIDs lists the ids of the tasks under task_dirs and of those synced
+// into the cache, sorted, without loading them or writing anything: shell
+// completion calls it at every key press.
+func (r *Resolver) LocalIDs() []string {
+	index, _ := r.taskDirIndex()
+	ids := sortedKeys(index)
+	for _, id := range r.cachedIDs() {
+		if _, ok := index[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
 // TaskDirNotes says, for each task_dirs entry that supplies no task, why.
 func (r *Resolver) TaskDirNotes() []string {
 	_, notes := r.taskDirIndex()

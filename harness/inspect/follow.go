@@ -22,9 +22,11 @@ import (
 const DefaultFollowInterval = 2 * time.Second
 
 // Follow tails a live run (or every row of a live matrix) from its files
-// and writes one line per event to w: status changes, each iteration's
-// metrics as its Parquet part appears, and new history, skill-update,
-// rejection and reflection records. Records already on disk when Follow
+// and writes one line per event to w: status changes, each trial's
+// outcome as its trace lands (training, held-out and validation trials),
+// the validation and reflection phases, each iteration's metrics as its
+// Parquet part appears, and new history, skill-update, rejection and
+// reflection records. Records already on disk when Follow
 // starts are not repeated, except the metrics of finished iterations.
 //
 // It returns nil once the run's status is no longer running (after a last
@@ -97,7 +99,11 @@ func (f *follower) discover(m rundir.Manifest, atStart bool) error {
 }
 
 func (f *follower) add(dir, prefix string, atStart bool) {
-	rt := &runTail{dir: dir, prefix: prefix, parts: map[string]stamp{}}
+	rt := &runTail{dir: dir, prefix: prefix, parts: map[string]stamp{}, watch: newTrialWatch(dir)}
+	if atStart {
+		m, _ := readManifest(dir)
+		rt.watch.prime(dir, m.CompletedIterations)
+	}
 	for _, name := range []string{rundir.HistoryFile, rundir.SkillUpdatesFile, rundir.RejectedFile, rundir.ReflectionsFile} {
 		t := &tailFile{path: filepath.Join(dir, name)}
 		if atStart {
@@ -138,6 +144,7 @@ type runTail struct {
 	done        int
 	parts       map[string]stamp
 	tails       []*tailFile
+	watch       *trialWatch
 }
 
 type stamp struct {
@@ -152,6 +159,7 @@ func (r *runTail) poll(w io.Writer) error {
 		}
 		r.status, r.done = m.Status, m.CompletedIterations
 	}
+	r.watch.poll(w, r.dir, r.prefix, r.done)
 	if err := r.pollParts(w); err != nil {
 		return err
 	}
@@ -262,6 +270,32 @@ func (t *tailFile) skipExisting() {
 		return
 	}
 	t.off = int64(bytes.LastIndexByte(data, '\n') + 1)
+}
+
+// skipToEnd moves past the complete lines in the file reading only its
+// end: the call log can be large.
+func (t *tailFile) skipToEnd() {
+	f, err := os.Open(t.path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return
+	}
+	for end := st.Size(); end > 0; {
+		start := max(end-64<<10, 0)
+		buf := make([]byte, end-start)
+		if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
+			return
+		}
+		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+			t.off = start + int64(i) + 1
+			return
+		}
+		end = start
+	}
 }
 
 func (t *tailFile) next() ([][]byte, error) {

@@ -147,3 +147,76 @@ func TestFollowMissingDirectory(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// writeFile writes data at path, creating its directory.
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Follow shows each trial's outcome as its trace lands, before the
+// iteration's metrics, and the phases between iterations: the Advisor's
+// review, the validation of a batch with its trials and decision, and a
+// reflection. What was on disk when following began is not repeated.
+func TestFollowShowsTrialsAndPhases(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "20250301T120000Z-1-full")
+	m := rundir.Manifest{Kind: rundir.KindRun, Status: rundir.StatusRunning, Condition: "learned_mediator",
+		Tasks: []string{"a", "b"}, Iterations: 3, CompletedIterations: 1}
+	writeManifest(t, dir, m)
+	trace := func(status, reward string) string {
+		return `{"status":"` + status + `","reward":` + reward + `,"timings":{"total_ns":1500000000},"errors":["container died"]}`
+	}
+	writeFile(t, filepath.Join(dir, rundir.JobDir("a", 1), traceName), trace("scored", "0.25"))
+	appendLine(t, filepath.Join(dir, rundir.CallsFile), `{"caller":"coevo/advisor/b000","role":"advisor"}`)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- Follow(ctx, dir, out, 5*time.Millisecond) }()
+	waitFor(t, out, "following run")
+
+	// A trace being written is not shown until it is whole.
+	writeFile(t, filepath.Join(dir, rundir.JobDir("a", 2), traceName), `{"status":"sco`)
+	writeFile(t, filepath.Join(dir, rundir.JobDir("b", 2), traceName), trace("env_failure", "null"))
+	waitFor(t, out, "i2 b trial: env_failure, 1.5s: container died")
+	writeFile(t, filepath.Join(dir, rundir.JobDir("a", 2), traceName), trace("scored", "1"))
+	waitFor(t, out, "i2 a trial: scored, reward 1.000, 1.5s\n") // no error on a scored trial
+
+	appendLine(t, filepath.Join(dir, rundir.CallsFile), `{"caller":"coevo/advisor/b001","role":"advisor"}`)
+	waitFor(t, out, "the Advisor is reviewing batch b001")
+	batch := filepath.Join(dir, rundir.ValidationBatchDir("b001"))
+	writeFile(t, filepath.Join(batch, rundir.ValidationTrialDir("candidate", "a", 0), traceName), trace("scored", "0.5"))
+	waitFor(t, out, "validation of batch b001 started")
+	waitFor(t, out, "validation b001 candidate trial: a k0: scored, reward 0.500")
+	writeFile(t, filepath.Join(batch, rundir.DecisionFile), `{"decision":{"accept":false,"rule":"posterior","reason":"P(better) 0.59 < 0.80"}}`)
+	waitFor(t, out, "validation of batch b001: rejected by posterior: P(better) 0.59 < 0.80")
+
+	writeFile(t, filepath.Join(dir, rundir.EvalJobDir(2, 1, "b"), traceName), trace("scored", "0"))
+	waitFor(t, out, "held-out trial of the skills after iteration 2: b k01: scored, reward 0.000")
+	appendLine(t, filepath.Join(dir, rundir.CallsFile), `{"caller":"coevo/reflector/planner/i0002","role":"reflector"}`)
+	appendLine(t, filepath.Join(dir, rundir.CallsFile), `{"caller":"coevo/reflector/planner/i0002","role":"reflector"}`)
+	waitFor(t, out, "i2 reflection on the planner skill under way")
+
+	m.Status, m.CompletedIterations = rundir.StatusCompleted, 3
+	writeManifest(t, dir, m)
+	if err := <-done; err != nil {
+		t.Fatalf("Follow = %v, want nil once the run completed", err)
+	}
+	got := out.String()
+	for _, repeated := range []string{"i1 a trial", "b000"} {
+		if strings.Contains(got, repeated) {
+			t.Errorf("%q was on disk before following and was shown:\n%s", repeated, got)
+		}
+	}
+	for _, once := range []string{"i2 a trial", "reflection on the planner skill", "validation of batch b001 started", "b001: rejected"} {
+		if n := strings.Count(got, once); n != 1 {
+			t.Errorf("%q shown %d times, want once:\n%s", once, n, got)
+		}
+	}
+}

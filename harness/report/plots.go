@@ -58,7 +58,9 @@ func (f figure) save(path, format string) error {
 	if lw > 0 {
 		lw += 2 * gap
 	}
-	f.p.Draw(draw.Crop(dc, 0, -lw, 0, 0))
+	// A margin above the title: drawn flush with the top, its first line
+	// lost the tops of its letters.
+	f.p.Draw(draw.Crop(dc, 0, -lw, 0, -gap/2))
 	if lw > 0 {
 		// Start below the title, level with the top of the data area.
 		top := -(f.p.Title.TextStyle.Height(f.p.Title.Text) + f.p.Title.Padding + gap)
@@ -153,67 +155,252 @@ func translucent(c color.Color) color.Color {
 
 // rewardPlot draws, per row, the mean over tasks of each iteration's scored
 // rewards, with a band for its bootstrap interval over tasks. Iterations
-// without a scored trial are left out rather than drawn as zeros.
+// without a scored trial are left out rather than drawn as zeros. A
+// triangle in the row's lane above the data marks each iteration from
+// which a skill update was in effect; with no update in any row the title
+// says so.
 func rewardPlot(ctx context.Context, series []inspect.RowSeries) (figure, error) {
 	f := newFigure("Reward per iteration (mean over tasks, 95% bootstrap band)", "iteration", "mean reward")
 	f.p.X.Tick.Marker = wholeTicks{}
-	p := f.p
+	curves := make([]rewardCurve, len(series))
 	inUnit := true
 	yLo, yHi := math.Inf(1), math.Inf(-1)
 	for i, rs := range series {
 		if err := ctx.Err(); err != nil {
 			return figure{}, err
 		}
-		var line, lo, hi plotter.XYs
-		for _, it := range rs.Iterations {
-			if len(it.PerTask) == 0 {
-				continue
-			}
-			x := float64(it.Iteration)
-			m := stats.MacroMean(it.PerTask)
-			l, h := stats.BootstrapMacroCI(it.PerTask, bandResamples, bandLevel, bandSeed)
-			if math.IsNaN(m) || math.IsNaN(l) || math.IsNaN(h) {
-				continue
-			}
-			line = append(line, plotter.XY{X: x, Y: m})
-			lo = append(lo, plotter.XY{X: x, Y: l})
-			hi = append(hi, plotter.XY{X: x, Y: h})
+		curves[i] = newRewardCurve(rs)
+		for j := range curves[i].line {
+			l, h, m := curves[i].lo[j].Y, curves[i].hi[j].Y, curves[i].line[j].Y
 			inUnit = inUnit && l >= 0 && h <= 1
 			yLo, yHi = min(yLo, l, m), max(yHi, h, m)
 		}
-		if len(line) == 0 {
-			continue
+	}
+	nestCoinciding(curves)
+	// Every band goes below every line, so no band veils another row.
+	for i, c := range curves {
+		if err := c.addBand(&f, series[i].Row, i); err != nil {
+			return figure{}, err
 		}
-		c, shape, dashes := rowStyle(i)
-		// The band is the polygon along the lower bounds and back along the
-		// upper ones.
-		ring := append(plotter.XYs{}, lo...)
-		for j := len(hi) - 1; j >= 0; j-- {
-			ring = append(ring, hi[j])
+	}
+	for i, c := range curves {
+		if err := c.addLine(&f, series[i].Row, i); err != nil {
+			return figure{}, err
 		}
-		band, err := plotter.NewPolygon(ring)
-		if err != nil {
-			return figure{}, fmt.Errorf("band of row %s: %w", rs.Row, err)
-		}
-		band.Color = translucent(c)
-		band.LineStyle.Width = 0
-		l, pts, err := plotter.NewLinePoints(line)
-		if err != nil {
-			return figure{}, fmt.Errorf("line of row %s: %w", rs.Row, err)
-		}
-		l.Color = c
-		l.Width = vg.Points(1.5)
-		l.Dashes = dashes
-		pts.Color = c
-		pts.Shape = shape
-		pts.Radius = vg.Points(3.5)
-		p.Add(band, l, pts)
-		f.legend.Add(rs.Row, l, pts)
 	}
 	if yLo <= yHi {
-		p.Y.Min, p.Y.Max = rewardAxis(yLo, yHi, inUnit)
+		lo, hi := rewardAxis(yLo, yHi, inUnit)
+		f.p.Y.Min, f.p.Y.Max = lo, hi
+		if err := addUpdateMarks(&f, updateMarks(series)); err != nil {
+			return figure{}, err
+		}
+	}
+	if !anyUpdate(series) {
+		f.p.Title.Text += "\n" + noUpdateNote
 	}
 	return f, nil
+}
+
+// noUpdateNote is said on the plots of a run or matrix in which no skill
+// ever changed: their rows all ran with their initial skills.
+const noUpdateNote = "No skill update in any row: every row ran with its initial skills."
+
+func anyUpdate(series []inspect.RowSeries) bool {
+	for _, rs := range series {
+		for _, it := range rs.Iterations {
+			if it.NewSkillUpdates > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// rewardCurve is one row's mean reward per iteration and its band.
+type rewardCurve struct {
+	line, lo, hi plotter.XYs
+	under        []int // per point, the earlier rows drawn at the same place
+}
+
+func newRewardCurve(rs inspect.RowSeries) rewardCurve {
+	var c rewardCurve
+	for _, it := range rs.Iterations {
+		if len(it.PerTask) == 0 {
+			continue
+		}
+		x := float64(it.Iteration)
+		m := stats.MacroMean(it.PerTask)
+		l, h := stats.BootstrapMacroCI(it.PerTask, bandResamples, bandLevel, bandSeed)
+		if math.IsNaN(m) || math.IsNaN(l) || math.IsNaN(h) {
+			continue
+		}
+		c.line = append(c.line, plotter.XY{X: x, Y: m})
+		c.lo = append(c.lo, plotter.XY{X: x, Y: l})
+		c.hi = append(c.hi, plotter.XY{X: x, Y: h})
+	}
+	return c
+}
+
+// coincidentRadius is how much larger a row's marker is drawn for every
+// earlier row that has the same mean in the same iteration: the hollow
+// markers nest instead of hiding each other.
+const coincidentRadius = 2.0
+
+// nestCoinciding sets, for each point of each curve, how many earlier
+// rows share it (same iteration, means within a thousandth of each other).
+func nestCoinciding(curves []rewardCurve) {
+	seen := map[float64][]float64{}
+	for i := range curves {
+		c := &curves[i]
+		c.under = make([]int, len(c.line))
+		for j, pt := range c.line {
+			for _, y := range seen[pt.X] {
+				if math.Abs(y-pt.Y) < 1e-3 {
+					c.under[j]++
+				}
+			}
+		}
+		for _, pt := range c.line {
+			seen[pt.X] = append(seen[pt.X], pt.Y)
+		}
+	}
+}
+
+// addBand draws the curve's interval band as row i.
+func (c rewardCurve) addBand(f *figure, row string, i int) error {
+	if len(c.line) == 0 {
+		return nil
+	}
+	col, _, _ := rowStyle(i)
+	// The band is the polygon along the lower bounds and back along the
+	// upper ones.
+	ring := append(plotter.XYs{}, c.lo...)
+	for j := len(c.hi) - 1; j >= 0; j-- {
+		ring = append(ring, c.hi[j])
+	}
+	band, err := plotter.NewPolygon(ring)
+	if err != nil {
+		return fmt.Errorf("band of row %s: %w", row, err)
+	}
+	band.Color = translucent(col)
+	band.LineStyle.Width = 0
+	f.p.Add(band)
+	return nil
+}
+
+// addLine draws the curve's line and markers as row i; a marker shared
+// with earlier rows is drawn larger around theirs.
+func (c rewardCurve) addLine(f *figure, row string, i int) error {
+	if len(c.line) == 0 {
+		return nil
+	}
+	col, shape, dashes := rowStyle(i)
+	l, pts, err := plotter.NewLinePoints(c.line)
+	if err != nil {
+		return fmt.Errorf("line of row %s: %w", row, err)
+	}
+	l.Color = col
+	l.Width = vg.Points(1.5)
+	l.Dashes = dashes
+	pts.Color = col
+	pts.Shape = shape
+	pts.Radius = vg.Points(3.5)
+	pts.GlyphStyleFunc = func(j int) draw.GlyphStyle {
+		g := pts.GlyphStyle
+		g.Radius += vg.Points(coincidentRadius * float64(c.under[j]))
+		return g
+	}
+	f.p.Add(l, pts)
+	f.legend.Add(row, l, pts)
+	return nil
+}
+
+// updateMark is an iteration from which a row ran with a changed skill:
+// the one after the iteration that committed the update.
+type updateMark struct {
+	row     int // index into the series
+	from    int // first iteration the update was in effect
+	updates int // distinct updates committed, summed over the row's runs
+}
+
+// updateMarks lists, per row, the iterations from which a skill update was
+// in effect. An update committed in the last drawn iteration took effect
+// in none and gets no mark.
+func updateMarks(series []inspect.RowSeries) []updateMark {
+	var marks []updateMark
+	for i, rs := range series {
+		drawn := map[int]bool{}
+		for _, it := range rs.Iterations {
+			if len(it.PerTask) > 0 {
+				drawn[it.Iteration] = true
+			}
+		}
+		for _, it := range rs.Iterations {
+			if it.NewSkillUpdates > 0 && drawn[it.Iteration+1] {
+				marks = append(marks, updateMark{row: i, from: it.Iteration + 1, updates: it.NewSkillUpdates})
+			}
+		}
+	}
+	return marks
+}
+
+// addUpdateMarks draws each mark as a triangle in its row's colour, in a
+// lane of its own above the data (so marks of rows that coincide stay
+// apart), with a dotted line down through the data at that iteration.
+// The y-axis grows by the lanes; its ticks stay within the data's range.
+func addUpdateMarks(f *figure, marks []updateMark) error {
+	if len(marks) == 0 {
+		return nil
+	}
+	lane := map[int]int{}
+	for _, m := range marks {
+		if _, ok := lane[m.row]; !ok {
+			lane[m.row] = len(lane)
+		}
+	}
+	lo, hi := f.p.Y.Min, f.p.Y.Max
+	step := (hi - lo) * 0.06
+	f.p.Y.Tick.Marker = ticksUpTo{hi}
+	for _, m := range marks {
+		col, _, _ := rowStyle(m.row)
+		x, y := float64(m.from), hi+step*(float64(lane[m.row])+0.7)
+		rule, err := plotter.NewLine(plotter.XYs{{X: x, Y: lo}, {X: x, Y: y}})
+		if err != nil {
+			return fmt.Errorf("update mark: %w", err)
+		}
+		rule.Color, rule.Width, rule.Dashes = translucent(col), vg.Points(1), []vg.Length{vg.Points(1), vg.Points(3)}
+		tri, err := plotter.NewScatter(plotter.XYs{{X: x, Y: y}})
+		if err != nil {
+			return fmt.Errorf("update mark: %w", err)
+		}
+		tri.Color, tri.Shape, tri.Radius = col, draw.TriangleGlyph{}, vg.Points(4.5)
+		f.p.Add(rule, tri)
+	}
+	f.p.Y.Max = hi + step*(float64(len(lane))+0.3)
+	// A mark on the last iteration would sit on the frame's edge.
+	pad := max((f.p.X.Max-f.p.X.Min)*0.03, 0.1)
+	f.p.X.Min, f.p.X.Max = f.p.X.Min-pad, f.p.X.Max+pad
+	key, err := plotter.NewScatter(plotter.XYs{{}})
+	if err != nil {
+		return err
+	}
+	key.Color, key.Shape, key.Radius = color.Gray{Y: 0x60}, draw.TriangleGlyph{}, vg.Points(4.5)
+	f.legend.Add("skill update in effect", key)
+	return nil
+}
+
+// ticksUpTo labels the y-axis as usual but not above max, where the update
+// lanes are rather than rewards.
+type ticksUpTo struct{ max float64 }
+
+func (t ticksUpTo) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for _, tk := range (plot.DefaultTicks{}).Ticks(lo, min(hi, t.max)) {
+		if tk.Value <= t.max+1e-12 {
+			out = append(out, tk)
+		}
+	}
+	return out
 }
 
 // skillUpdatesPlot draws, per row, the cumulative number of distinct skill
@@ -242,6 +429,9 @@ func skillUpdatesPlot(_ context.Context, series []inspect.RowSeries) (figure, er
 		l.Width = vg.Points(1.5)
 		p.Add(l)
 		f.legend.Add(rs.Row, l)
+	}
+	if !anyUpdate(series) {
+		f.p.Title.Text += "\n" + noUpdateNote
 	}
 	// Counts start at zero; a run without updates still gets a 0..1 axis
 	// rather than one centred on zero.

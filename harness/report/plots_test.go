@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mediated-coevo/harness/harness/inspect"
@@ -88,4 +91,116 @@ func colourDistance(a, b interface{ RGBA() (r, g, b, a uint32) }) float64 {
 	br, bg, bb, _ := b.RGBA()
 	d := func(x, y uint32) float64 { return float64(x>>8) - float64(y>>8) }
 	return math.Sqrt(d(ar, br)*d(ar, br) + d(ag, bg)*d(ag, bg) + d(ab, bb)*d(ab, bb))
+}
+
+// seriesOf builds a row from its mean reward per iteration (one task) and
+// the skill updates committed in each iteration; a negative reward stands
+// for an iteration without a scored trial.
+func seriesOf(row string, rewards []float64, updates map[int]int) inspect.RowSeries {
+	rs := inspect.RowSeries{Row: row, Runs: 1}
+	for i, r := range rewards {
+		it := inspect.IterationSeries{Iteration: i + 1, NewSkillUpdates: updates[i+1]}
+		if r >= 0 {
+			it.PerTask = map[string][]float64{"a": {r}}
+		}
+		rs.Iterations = append(rs.Iterations, it)
+	}
+	return rs
+}
+
+func TestUpdateMarks(t *testing.T) {
+	tests := []struct {
+		name   string
+		series []inspect.RowSeries
+		want   []updateMark
+	}{
+		{"an update takes effect in the next iteration",
+			[]inspect.RowSeries{seriesOf("base", []float64{0, 0, 0}, nil), seriesOf("learn", []float64{0, 0, 0}, map[int]int{1: 2})},
+			[]updateMark{{row: 1, from: 2, updates: 2}}},
+		{"one in the last iteration took effect in none",
+			[]inspect.RowSeries{seriesOf("learn", []float64{0, 0}, map[int]int{2: 1})}, nil},
+		{"an iteration without a scored trial is not drawn, so not marked",
+			[]inspect.RowSeries{seriesOf("learn", []float64{0, -1, 0}, map[int]int{1: 1, 2: 1})},
+			[]updateMark{{row: 0, from: 3, updates: 1}}},
+		{"no update, no mark", []inspect.RowSeries{seriesOf("base", []float64{0, 0}, nil)}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := updateMarks(tt.series); fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("updateMarks = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// The reward plot gets a lane above the data for the marks, its ticks stay
+// within the rewards, and the legend names the mark; the note that nothing
+// changed appears on both plots exactly when no row has an update.
+func TestPlotsMarkUpdatesOrSayNothingChanged(t *testing.T) {
+	tests := []struct {
+		name      string
+		updates   map[int]int
+		wantMarks bool
+		wantNote  bool
+	}{
+		{"an update in effect", map[int]int{1: 1}, true, false},
+		{"an update committed last", map[int]int{3: 1}, false, false},
+		{"nothing changed", nil, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			series := []inspect.RowSeries{seriesOf("base", []float64{0.1, 0.1, 0.2}, nil),
+				seriesOf("learn", []float64{0.1, 0.3, 0.4}, tt.updates)}
+			f, err := rewardPlot(context.Background(), series)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, dataHi := rewardAxis(0.1, 0.4, true)
+			if lane := f.p.Y.Max > dataHi+1e-9; lane != tt.wantMarks {
+				t.Errorf("y axis ends at %v (data axis %v): lane above the data = %v, want %v", f.p.Y.Max, dataHi, lane, tt.wantMarks)
+			}
+			for _, tk := range f.p.Y.Tick.Marker.Ticks(f.p.Y.Min, f.p.Y.Max) {
+				if tk.Label != "" && tk.Value > dataHi+1e-9 {
+					t.Errorf("tick %q above the rewards, in the marks' lane", tk.Label)
+				}
+			}
+			svg := filepath.Join(t.TempDir(), "reward.svg")
+			if err := f.save(svg, "svg"); err != nil {
+				t.Fatalf("drawing the plot: %v", err)
+			}
+			drawn, err := os.ReadFile(svg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(string(drawn), "skill update in effect"); got != tt.wantMarks {
+				t.Errorf("the legend names the update mark: %v, want %v", got, tt.wantMarks)
+			}
+			u, err := skillUpdatesPlot(context.Background(), series)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, title := range []string{f.p.Title.Text, u.p.Title.Text} {
+				if got := strings.Contains(title, noUpdateNote); got != tt.wantNote {
+					t.Errorf("title %q carries the no-update note: %v, want %v", title, got, tt.wantNote)
+				}
+			}
+		})
+	}
+}
+
+// Rows with the same mean in the same iteration get nested markers: each
+// later row's is drawn larger around the ones below it.
+func TestCoincidingRowsNest(t *testing.T) {
+	curves := []rewardCurve{
+		newRewardCurve(seriesOf("a", []float64{0.1, 0.2}, nil)),
+		newRewardCurve(seriesOf("b", []float64{0.1, 0.5}, nil)),
+		newRewardCurve(seriesOf("c", []float64{0.1004, 0.2}, nil)),
+	}
+	nestCoinciding(curves)
+	want := [][]int{{0, 0}, {1, 0}, {2, 1}}
+	for i, c := range curves {
+		if fmt.Sprint(c.under) != fmt.Sprint(want[i]) {
+			t.Errorf("row %d: rows under each point %v, want %v", i, c.under, want[i])
+		}
+	}
 }

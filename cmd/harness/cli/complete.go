@@ -99,3 +99,73 @@ func completeTaskSets(_ *cobra.Command, _ []string, _ string) ([]cobra.Completio
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
+
+// registerTaskCompletion makes the named flags complete task ids: one id
+// for a string flag, one entry of a comma list for a list flag.
+func registerTaskCompletion(cmd *cobra.Command, f *Factory, flags ...string) {
+	for _, name := range flags {
+		list := cmd.Flags().Lookup(name).Value.Type() == "stringSlice"
+		_ = cmd.RegisterFlagCompletionFunc(name, completeTaskIDs(f, list))
+	}
+}
+
+// completeTaskIDs completes a task id, or with list one entry of a comma
+// list (--tasks a,b): the smoke tasks, the pinned sets' tasks and the tasks on disk under
+// task_dirs or in the cache of --config-dir's configuration, each with
+// where it comes from. Ids already in the list are not offered again.
+// It reads no archive and writes nothing.
+func completeTaskIDs(f *Factory, list bool) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		head := ""
+		if i := strings.LastIndex(toComplete, ","); list && i >= 0 {
+			head = toComplete[:i+1]
+		}
+		given := map[string]bool{}
+		for _, id := range strings.Split(head, ",") {
+			given[id] = true
+		}
+		var out []cobra.Completion
+		for _, t := range knownTaskIDs(cmd, f) {
+			if !given[t.id] {
+				out = append(out, cobra.CompletionWithDesc(head+t.id, t.from))
+			}
+		}
+		if list {
+			// No space after an id, so the list can go on with a comma.
+			return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+type knownTask struct{ id, from string }
+
+// knownTaskIDs lists every task id a run could name here, in the order:
+// smoke, pinned sets, task_dirs and cache (sorted within each).
+func knownTaskIDs(cmd *cobra.Command, f *Factory) []knownTask {
+	seen := map[string]bool{}
+	var out []knownTask
+	add := func(from string, ids []string) {
+		for _, id := range ids {
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, knownTask{id, from})
+			}
+		}
+	}
+	add("smoke task", benchmarks.SmokeIDs())
+	for _, s := range benchmarks.TaskSets() {
+		if s.Pinned && s.Name != benchmarks.SetSmoke {
+			add("task of "+s.Name, s.IDs)
+		}
+	}
+	if f != nil && f.Resolver != nil {
+		dir, _ := cmd.Flags().GetString("config-dir")
+		if cfg, err := config.Load(dir); err == nil {
+			if r, err := f.Resolver(cfg.ExecutorRuntime); err == nil {
+				add("task on disk", r.LocalIDs())
+			}
+		}
+	}
+	return out
+}

@@ -117,6 +117,7 @@ not be removed, 2 bad usage.`,
 	fl.BoolVar(&o.Force, "force", false, "also remove containers whose harness process is still running")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "list what would be removed and remove nothing")
 	fl.BoolVar(&o.JSON, "json", false, "print what was removed as JSON")
+	registerTaskCompletion(cmd, f, "task")
 	return cmd
 }
 

@@ -139,6 +139,7 @@ the mean reward, the trials, and the trials without a reward by status.
 	fl.StringVar(&o.CallFilter.Task, "task", "", "with --calls: only calls for this task")
 	fl.IntVar(&o.CallFilter.Iteration, "iteration", 0, "with --calls: only calls in this iteration")
 	_ = cmd.MarkFlagDirname("root")
+	registerTaskCompletion(cmd, f, "task")
 	return cmd
 }
 

@@ -74,6 +74,7 @@ exits with code 2, names the row and the rule, and creates nothing.`,
 		},
 	}
 	setOptional = experimentFlags(cmd, &o.ExperimentOptions)
+	registerTaskCompletion(cmd, f, "tasks", "validate-tasks", "heldout-tasks")
 	fl := cmd.Flags()
 	fl.StringSliceVar(&o.Presets, "preset", nil, "rows from presets, comma separated: "+presetNames())
 	fl.StringVar(&o.MatrixFile, "matrix", "", "custom matrix file (TOML, see above)")

@@ -49,6 +49,7 @@ prices under a dollar budget); a problem exits with code 2 and creates nothing.`
 		},
 	}
 	setOptional = experimentFlags(cmd, &o.ExperimentOptions)
+	registerTaskCompletion(cmd, f, "tasks", "validate-tasks", "heldout-tasks")
 	fl := cmd.Flags()
 	fl.StringVar(&o.Condition, "condition", string(conditions.LearnedMediator), "feedback condition: "+conditionNames())
 	fl.StringVar(&o.SkillUpdates, "skill-updates", "all", "skills that may change: none, all, or a comma list of executor, planner, mediator")

@@ -405,6 +405,7 @@ or some tasks are not in the archive (the others were installed),
 	fl.StringVar(&o.TaskSet, "task-set", "", "pinned task set to sync: "+benchmarks.SetSmoke+", "+benchmarks.SetSkillsBench10)
 	fl.BoolVar(&o.JSON, "json", false, "print what was synced as JSON")
 	_ = cmd.RegisterFlagCompletionFunc("task-set", completeTaskSets)
+	registerTaskCompletion(cmd, f, "tasks")
 	return cmd
 }
 

@@ -99,6 +99,23 @@ configuration), 3 environment failure (no Docker engine, failed image build),
 	fl.BoolVar(&o.Keep, "keep", false, "keep the container after the trial, for inspection ('harness gc' removes it)")
 	fl.BoolVar(&o.JSON, "json", false, "print the trace as JSON")
 	_ = cmd.MarkFlagDirname("out")
+	// A task id, or a task directory when no id matches.
+	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ids, _ := completeTaskIDs(f, false)(cmd, args, toComplete)
+		var match []cobra.Completion
+		for _, id := range ids {
+			if strings.HasPrefix(id, toComplete) {
+				match = append(match, id)
+			}
+		}
+		if len(match) == 0 {
+			return nil, cobra.ShellCompDirectiveFilterDirs
+		}
+		return match, cobra.ShellCompDirectiveNoFileComp
+	}
 	_ = cmd.RegisterFlagCompletionFunc("agent", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return []cobra.Completion{
 			cobra.CompletionWithDesc(harness.AgentOracle, "the task's reference solution"),
