@@ -81,7 +81,7 @@ type Trace struct {
 	// Engine is the engine that ran the trial, when the backend spreads
 	// trials over several (see Placed).
 	Engine string `json:"engine,omitempty"`
-	Status    Status `json:"status"`
+	Status Status `json:"status"`
 	// Reward is nil whenever the verifier did not produce a valid one.
 	Reward  *float64           `json:"reward"`
 	Rewards map[string]float64 `json:"rewards,omitempty"`
