@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,8 +23,9 @@ const engineStartTimeout = 60 * time.Second
 
 // StartEngine starts a Docker engine of the test's own beside the host's,
 // for tests that spread trials over several engines: a dockerd with its
-// socket, data root, exec root and pidfile in a temporary directory, no
-// bridge and no iptables rules, so it leaves the host's networking alone.
+// socket, data root, exec root and pidfile in a temporary directory, in a
+// network namespace of its own, with no bridge and no iptables rules, so it
+// leaves the host's networking alone.
 // It tries the fuse-overlayfs storage driver (what works inside a
 // container), then vfs. It returns the engine's address (unix://...). When
 // the test ends the engine is stopped and its directory, mounts included,
@@ -39,6 +41,14 @@ func StartEngine(t testing.TB) string {
 	}
 	if os.Geteuid() != 0 {
 		Unavailable(t, "starting a second dockerd needs root")
+	}
+	// The host engine's bridge must outlive this engine.
+	if _, err := net.InterfaceByName("docker0"); err == nil {
+		t.Cleanup(func() {
+			if _, err := net.InterfaceByName("docker0"); err != nil {
+				t.Errorf("the host's docker0 bridge is gone after the second engine ran: %v", err)
+			}
+		})
 	}
 	var failures []string
 	for _, driver := range storageDrivers() {
@@ -88,8 +98,10 @@ func startEngine(t testing.TB, dockerd, driver string) (addr, why string) {
 		"--bridge=none", "--iptables=false", "--ip-masq=false")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Its own process group, so the containerd it starts can be stopped
-	// with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// with it; and its own network namespace: an engine without a bridge
+	// deletes any interface named docker0 when it starts, which would
+	// take the host engine's bridge away.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Cloneflags: syscall.CLONE_NEWNET}
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return "", fmt.Sprintf("start %s: %v", dockerd, err)
