@@ -91,6 +91,14 @@ capacity = 1
 		t.Errorf("trials per engine %v: want trials on both engines", used)
 	}
 
+	// The second engine got the base image from the first, id and all.
+	want, err := local.ImageInspect(context.Background(), baseImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := imageID(t, second, baseImage); got != want.ID {
+		t.Errorf("%s on the second engine has id %q, want the first engine's %s", baseImage, got, want.ID)
+	}
 	for _, host := range hosts {
 		assertNothingLeft(t, host, runID)
 	}
@@ -128,4 +136,19 @@ func assertNothingLeft(t *testing.T, host, runID string) {
 	if len(cs)+len(ns)+len(vs.Volumes) > 0 {
 		t.Errorf("engine %s keeps %d containers, %d networks and %d volumes of run %s", host, len(cs), len(ns), len(vs.Volumes), runID)
 	}
+}
+
+// imageID is the id of ref on the engine at host ("" when it has none).
+func imageID(t *testing.T, host, ref string) string {
+	t.Helper()
+	c, err := client.NewClientWithOpts(client.WithHost(host), client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ins, err := c.ImageInspect(context.Background(), ref)
+	if err != nil {
+		return ""
+	}
+	return ins.ID
 }
