@@ -101,3 +101,18 @@ func TestNewEnginesNamesTheEngineThatDoesNotAnswer(t *testing.T) {
 		t.Errorf("error %v does not name engine 1 and its address", err)
 	}
 }
+
+// An ssh:// engine is reached through ssh (as the docker command reaches
+// it), and errors name the address as configured.
+func TestNewReachesSSHEnginesThroughSSH(t *testing.T) {
+	addr := "ssh://nobody@127.0.0.1:1"
+	rt := config.ExecutorRuntime{DockerHost: addr}
+	_, err := New(context.Background(), rt)
+	if err == nil || !strings.Contains(err.Error(), "cannot reach the Docker engine at "+addr) {
+		t.Errorf("error %v does not name %s", err, addr)
+	}
+	// ssh ran and failed, or is not installed here: either way it was tried.
+	if !strings.Contains(err.Error(), "command [ssh ") && !strings.Contains(err.Error(), `exec: "ssh"`) {
+		t.Errorf("error %v does not come from the ssh command", err)
+	}
+}
