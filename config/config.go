@@ -181,6 +181,26 @@ type ExecutorRuntime struct {
 	RemoteFetch        bool     `toml:"remote_fetch"`
 	TaskCacheDir       string   `toml:"task_cache_dir"`
 	TaskDirs           []string `toml:"task_dirs"`
+
+	// Backend selects the sandbox backend (BackendDocker, the default
+	// when empty). omitempty keeps the fingerprint of runs recorded before
+	// the key existed.
+	Backend string `toml:"backend,omitempty"`
+	// DockerHosts, when set, spreads a run's trials over several engines
+	// instead of the one docker_host names.
+	DockerHosts []DockerHost `toml:"docker_hosts,omitempty"`
+}
+
+// Sandbox backends of [executor_runtime] backend.
+const BackendDocker = "docker"
+
+// DockerHost is one engine of [[executor_runtime.docker_hosts]].
+type DockerHost struct {
+	// Host is the engine's address as the Docker client takes it:
+	// unix:///path, tcp://host:port or ssh://[user@]host.
+	Host string `toml:"host"`
+	// Capacity is how many trials run on the engine at once.
+	Capacity int `toml:"capacity"`
 }
 
 // Duration is a time.Duration written in TOML as a string such as "90s".

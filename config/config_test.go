@@ -121,6 +121,17 @@ func TestDefaultFileDefinesEveryKey(t *testing.T) {
 				return
 			}
 			t.Errorf("default.toml does not set %s", k)
+		case n.items != nil:
+			// An array of tables is empty by default: it must be shown,
+			// with every key of its tables, in a comment.
+			if !bytes.Contains(DefaultFile(), []byte("#   [["+k.String()+"]]")) {
+				t.Errorf("array of tables %s is not shown in a comment", k)
+			}
+			for _, name := range n.items.names {
+				if !bytes.Contains(DefaultFile(), []byte("#   "+name+" = ")) {
+					t.Errorf("key %s of %s is not shown in a comment", name, k)
+				}
+			}
 		case n.fields != nil:
 			for _, name := range n.names {
 				walk(n.fields[name], append(slices.Clone(k), name))
@@ -425,6 +436,18 @@ func TestValidateRanges(t *testing.T) {
 		{"cpus 0", func(c *Config) { c.ExecutorRuntime.CPUs = 0 }, "executor_runtime.cpus"},
 		{"archive without sha", func(c *Config) { c.ExecutorRuntime.ArchiveURL = "https://example.org/t.zip" }, "executor_runtime.archive_sha256"},
 		{"bad sha", func(c *Config) { c.ExecutorRuntime.ArchiveSHA256 = "abc" }, "executor_runtime.archive_sha256"},
+		{"unknown backend", func(c *Config) { c.ExecutorRuntime.Backend = "kubernetes" }, "executor_runtime.backend"},
+		{"docker_hosts beside docker_host", func(c *Config) {
+			c.ExecutorRuntime.DockerHost = "unix:///a.sock"
+			c.ExecutorRuntime.DockerHosts = []DockerHost{{Host: "unix:///b.sock", Capacity: 1}}
+		}, "executor_runtime.docker_hosts"},
+		{"docker_hosts without scheme", func(c *Config) { c.ExecutorRuntime.DockerHosts = []DockerHost{{Host: "node1:2376", Capacity: 1}} }, "executor_runtime.docker_hosts"},
+		{"docker_hosts over http", func(c *Config) { c.ExecutorRuntime.DockerHosts = []DockerHost{{Host: "http://node1", Capacity: 1}} }, "executor_runtime.docker_hosts"},
+		{"docker_hosts empty host", func(c *Config) { c.ExecutorRuntime.DockerHosts = []DockerHost{{Capacity: 1}} }, "executor_runtime.docker_hosts"},
+		{"docker_hosts capacity 0", func(c *Config) { c.ExecutorRuntime.DockerHosts = []DockerHost{{Host: "tcp://node1:2376"}} }, "executor_runtime.docker_hosts"},
+		{"docker_hosts repeated", func(c *Config) {
+			c.ExecutorRuntime.DockerHosts = []DockerHost{{Host: "ssh://n1", Capacity: 1}, {Host: "ssh://n1", Capacity: 2}}
+		}, "executor_runtime.docker_hosts"},
 		{"archive over ftp", func(c *Config) {
 			c.ExecutorRuntime.ArchiveURL, c.ExecutorRuntime.ArchiveSHA256 = "ftp://example.org/t.zip", strings.Repeat("a", 64)
 		}, "executor_runtime.archive_url"},

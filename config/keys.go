@@ -24,6 +24,7 @@ type schemaNode struct {
 	fields map[string]*schemaNode // struct tables, by exact tag
 	names  []string               // field tags in declaration order
 	elem   *schemaNode            // map tables: the shape of every entry
+	items  *schemaNode            // arrays of tables: the shape of every table
 	keys   []string               // allowed map keys; nil means any
 }
 
@@ -57,6 +58,8 @@ func buildSchema(t reflect.Type) *schemaNode {
 		return n
 	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
 		return &schemaNode{elem: buildSchema(t.Elem())}
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
+		return &schemaNode{items: buildSchema(t.Elem())}
 	default:
 		return &schemaNode{leaf: t}
 	}
@@ -73,6 +76,10 @@ func (n *schemaNode) child(p string) (*schemaNode, bool) {
 			return nil, false
 		}
 		return n.elem, true
+	case n.items != nil:
+		// Keys inside an array of tables name no index: the key of every
+		// table is checked against the tables' shape.
+		return n.items.child(p)
 	}
 	return nil, false
 }
@@ -98,6 +105,13 @@ func checkKeys(md toml.MetaData, raw map[string]any, file string, lines map[stri
 		if !ok {
 			continue // below an array of tables; its parent was reported
 		}
+		if node.items != nil {
+			if !tableArray(v) {
+				return &Error{File: file, Line: lineOf(lines, k), Key: k.String(),
+					Msg: fmt.Sprintf("%s must be an array of tables ([[%s]] with its keys below), not %s", k.String(), k.String(), describeValue(v))}
+			}
+			continue
+		}
 		if node.leaf == nil {
 			if _, ok := v.(map[string]any); !ok {
 				return typeError(file, lines, k, nil, v)
@@ -113,6 +127,9 @@ func checkKeys(md toml.MetaData, raw map[string]any, file string, lines map[stri
 
 func unknownKey(file string, lines map[string]int, k toml.Key, parent *schemaNode) *Error {
 	bad := k[len(k)-1]
+	if parent.items != nil {
+		parent = parent.items
+	}
 	known := parent.names
 	if parent.keys != nil {
 		known = parent.keys
@@ -138,6 +155,23 @@ func typeError(file string, lines map[string]int, k toml.Key, want reflect.Type,
 	}
 	return &Error{File: file, Line: lineOf(lines, k), Key: k.String(),
 		Msg: fmt.Sprintf("%s must be %s, not %s", k.String(), w, describeValue(got))}
+}
+
+// tableArray reports whether v is an array whose every item is a table:
+// [[name]] sections or an inline array of inline tables.
+func tableArray(v any) bool {
+	switch v := v.(type) {
+	case []map[string]any:
+		return true
+	case []any:
+		for _, it := range v {
+			if _, ok := it.(map[string]any); !ok {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // checkValue returns what is wrong with v as a value of type t, or "".

@@ -153,9 +153,9 @@ func redact(v reflect.Value, secrets *Redactor) {
 
 // Fingerprint identifies the settings that can change a run's results: the
 // sha256 (hex) of the canonical TOML encoding of c, leaving out only what
-// cannot change a measurement — where the Docker engine is and how many
-// trials or containers run at once (docker_host, concurrency,
-// max_containers), keep_containers, remote_fetch, task_cache_dir, the names
+// cannot change a measurement — which sandbox backend and Docker engines
+// run the trials and how many trials or containers run at once (backend,
+// docker_host, docker_hosts, concurrency, max_containers), keep_containers, remote_fetch, task_cache_dir, the names
 // of API key variables, and [budget], which decides when a run stops but
 // not what it measures (so a run stopped by its budget can resume with a
 // larger one). A resume compares it with the run's own to refuse a changed
@@ -168,7 +168,7 @@ func Fingerprint(c *Config) string {
 	// extending a run with --iterations on resume is allowed.
 	cc.Experiment.Iterations = 0
 	rt := &cc.ExecutorRuntime
-	rt.DockerHost, rt.Concurrency, rt.MaxContainers = "", 0, 0
+	rt.Backend, rt.DockerHost, rt.DockerHosts, rt.Concurrency, rt.MaxContainers = "", "", nil, 0, 0
 	rt.KeepContainers, rt.RemoteFetch, rt.TaskCacheDir = false, false, ""
 	for role, m := range cc.Models {
 		m.APIKeyEnv = ""

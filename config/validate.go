@@ -39,6 +39,9 @@ var (
 	providers       = []string{ProviderOpenAI, ProviderOffline}
 	executorModes   = []string{ModeSingle, ModeHierarchical}
 	networkPolicies = []string{NetworkTask, NetworkNone}
+	sandboxBackends = []string{BackendDocker}
+	// dockerHostSchemes are the addresses the engine client can reach.
+	dockerHostSchemes = []string{"unix", "tcp", "ssh"}
 )
 
 var (
@@ -331,6 +334,39 @@ func (c *Config) validateRuntime(ck *checker) {
 	for i, d := range r.TaskDirs {
 		if strings.TrimSpace(d) == "" {
 			ck.add(k("task_dirs"), "item %d is empty", i+1)
+		}
+	}
+	if r.Backend != "" {
+		ck.oneOf(k("backend"), r.Backend, sandboxBackends)
+	}
+	validateDockerHosts(ck, r)
+}
+
+// validateDockerHosts checks [[executor_runtime.docker_hosts]]: each
+// engine an address the Docker client takes, named once, with room for a
+// trial; and no docker_host beside them, which would leave unclear where
+// trials run.
+func validateDockerHosts(ck *checker, r ExecutorRuntime) {
+	k := key("executor_runtime", "docker_hosts")
+	if len(r.DockerHosts) > 0 && r.DockerHost != "" {
+		ck.add(k, "and docker_host are both set: list every engine in docker_hosts (docker_host %q included) and set docker_host = \"\"", r.DockerHost)
+	}
+	seen := map[string]int{}
+	for i, h := range r.DockerHosts {
+		scheme, rest, ok := strings.Cut(h.Host, "://")
+		switch {
+		case strings.TrimSpace(h.Host) == "":
+			ck.add(k, "item %d has no host: give the engine's address, such as \"unix:///var/run/docker.sock\", \"tcp://node1:2376\" or \"ssh://user@node1\"", i+1)
+		case !ok || rest == "" || !slices.Contains(dockerHostSchemes, scheme):
+			ck.add(k, "item %d: host %q is not an engine address: write unix:///path/to/docker.sock, tcp://host:port or ssh://[user@]host", i+1, h.Host)
+		}
+		if j, dup := seen[h.Host]; dup && h.Host != "" {
+			ck.add(k, "item %d repeats the host of item %d (%q): list each engine once and give it the capacity of both", i+1, j, h.Host)
+		} else {
+			seen[h.Host] = i + 1
+		}
+		if h.Capacity < 1 {
+			ck.add(k, "item %d (%s): capacity must be at least 1 (got %d): it is how many trials run on that engine at once", i+1, h.Host, h.Capacity)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"time"
 
 	"github.com/mediated-coevo/harness/benchmarks"
 )
@@ -22,6 +23,24 @@ type Backend interface {
 type ClosableSandbox interface {
 	Sandbox
 	Close(ctx context.Context) error
+}
+
+// Placed is a sandbox that a backend spreading trials over several engines
+// started. Such a backend learns where a trial runs only when it starts the
+// sandbox, and gets the task's image there, so the sandbox reports both.
+type Placed interface {
+	Placement() Placement
+}
+
+// Placement is where a placed sandbox runs.
+type Placement struct {
+	// Engine names the engine (its address).
+	Engine string
+	// Image is the image the sandbox runs on that engine.
+	Image string
+	// Build is the part of starting the sandbox spent getting the image
+	// onto the engine (building it, or copying a base image).
+	Build time.Duration
 }
 
 // ContainerSpec says what to start for one trial.

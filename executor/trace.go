@@ -78,7 +78,10 @@ type Trace struct {
 	TrialID   string `json:"trial_id"`
 	Agent     string `json:"agent"`
 	Image     string `json:"image,omitempty"`
-	Status    Status `json:"status"`
+	// Engine is the engine that ran the trial, when the backend spreads
+	// trials over several (see Placed).
+	Engine string `json:"engine,omitempty"`
+	Status Status `json:"status"`
 	// Reward is nil whenever the verifier did not produce a valid one.
 	Reward  *float64           `json:"reward"`
 	Rewards map[string]float64 `json:"rewards,omitempty"`

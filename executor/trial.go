@@ -168,6 +168,12 @@ func (r *Runner) Run(ctx context.Context, spec TrialSpec) *Trace {
 		r.envFailure(ctx, tr, err)
 		return tr
 	}
+	if p, ok := sb.(Placed); ok {
+		pl := p.Placement()
+		tr.Engine, tr.Image = pl.Engine, cmp.Or(pl.Image, tr.Image)
+		tr.Timings.Build += pl.Build
+		tr.Timings.Setup -= pl.Build
+	}
 	if w, ok := sb.(interface{ Warnings() []string }); ok {
 		tr.Warnings = append(tr.Warnings, w.Warnings()...)
 	}

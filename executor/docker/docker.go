@@ -2,6 +2,7 @@ package docker
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -23,6 +24,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/cli/cli/connhelper"
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/jsonmessage"
@@ -62,6 +64,7 @@ const (
 // concurrent use by many trials.
 type Backend struct {
 	cli  *client.Client
+	addr string // the engine's address as configured (an ssh:// one too)
 	rt   config.ExecutorRuntime
 	ncpu int
 	// builds serializes builds of one tag, so concurrent trials of a task
@@ -80,6 +83,10 @@ type Backend struct {
 	hashes contextHashes
 	// owner is the LabelOwner value of this process's containers.
 	owner string
+	// copyIn, set when the engine is one of several (Engines), copies an
+	// image this engine lacks from another engine that has it, and reports
+	// whether one had it; nothing can be pulled.
+	copyIn func(ctx context.Context, dst *Backend, ref string) (bool, error)
 }
 
 // New connects to the engine named by rt.DockerHost, or by DOCKER_HOST
@@ -90,10 +97,24 @@ func New(ctx context.Context, rt config.ExecutorRuntime) (*Backend, error) {
 	if rt.DockerHost != "" {
 		opts = append(opts, client.WithHost(rt.DockerHost))
 	}
+	addr := cmp.Or(rt.DockerHost, os.Getenv("DOCKER_HOST"))
+	if strings.HasPrefix(addr, "ssh://") {
+		// The engine client speaks HTTP over a socket; an ssh:// engine is
+		// reached as the docker command reaches it, through
+		// `docker system dial-stdio` run on the remote host over ssh.
+		helper, err := connhelper.GetConnectionHelper(addr)
+		if err != nil {
+			return nil, fmt.Errorf("configure the Docker client for %s: %w", addr, err)
+		}
+		opts = append(opts, client.WithHost(helper.Host), client.WithDialContext(helper.Dialer))
+	}
 	cli, err := client.NewClientWithOpts(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("configure the Docker client (docker_host %q, DOCKER_HOST=%q): %w",
 			rt.DockerHost, os.Getenv("DOCKER_HOST"), err)
+	}
+	if !strings.HasPrefix(addr, "ssh://") {
+		addr = cli.DaemonHost()
 	}
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
@@ -105,16 +126,16 @@ func New(ctx context.Context, rt config.ExecutorRuntime) (*Backend, error) {
 			env = "unset"
 		}
 		return nil, fmt.Errorf("cannot reach the Docker engine at %s: is it running? (DOCKER_HOST=%s): %w",
-			cli.DaemonHost(), env, err)
+			addr, env, err)
 	}
 	cli.NegotiateAPIVersionPing(ping)
 	info, err := cli.Info(pctx)
 	if err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("ask the Docker engine at %s for its resources: %w", cli.DaemonHost(), err)
+		return nil, fmt.Errorf("ask the Docker engine at %s for its resources: %w", addr, err)
 	}
 	host, _ := os.Hostname()
-	d := &Backend{cli: cli, rt: rt, ncpu: info.NCPU, owner: ownerLabel(host, os.Getpid())}
+	d := &Backend{cli: cli, rt: rt, addr: addr, ncpu: info.NCPU, owner: ownerLabel(host, os.Getpid())}
 	d.noStorageOpt.Store(storageOptUnsupported(info.Driver, info.DriverStatus))
 	if rt.MaxContainers > 0 {
 		d.slots = make(chan struct{}, rt.MaxContainers)
@@ -143,7 +164,7 @@ func storageOptUnsupported(driver string, status [][2]string) bool {
 }
 
 // Host is the engine's address, for messages.
-func (d *Backend) Host() string { return d.cli.DaemonHost() }
+func (d *Backend) Host() string { return d.addr }
 
 // Close releases the client's connections. Containers are not touched.
 func (d *Backend) Close() error { return d.cli.Close() }
@@ -265,7 +286,7 @@ func (d *Backend) mainImage(ctx context.Context, task *benchmarks.Task, proj *co
 	envDir := filepath.Join(task.Dir, "environment")
 	op := "build image for task " + task.ID
 	if ref := task.Config.Environment.DockerImage; ref != "" {
-		ok, err := d.imageExists(ctx, ref)
+		ok, err := d.haveImage(ctx, ref)
 		if err != nil {
 			return "", false, &executor.EnvError{Op: "find image for task " + task.ID, Err: err}
 		}
@@ -396,7 +417,7 @@ func (d *Backend) ensureBuild(ctx context.Context, task *benchmarks.Task, name s
 }
 
 func (d *Backend) localImage(ctx context.Context, taskID, ref string) (string, bool, error) {
-	ok, err := d.imageExists(ctx, ref)
+	ok, err := d.haveImage(ctx, ref)
 	if err != nil {
 		return "", false, &executor.EnvError{Op: "find image for task " + taskID, Err: err}
 	}
@@ -405,6 +426,16 @@ func (d *Backend) localImage(ctx context.Context, taskID, ref string) (string, b
 			"docker_image %q is not present on the engine and images are never pulled: load or build it first (docker load, docker build -t %s)", ref, ref)}
 	}
 	return ref, false, nil
+}
+
+// haveImage is imageExists that, on an engine of several, first copies a
+// missing image from another engine that has it.
+func (d *Backend) haveImage(ctx context.Context, ref string) (bool, error) {
+	ok, err := d.imageExists(ctx, ref)
+	if err != nil || ok || d.copyIn == nil {
+		return ok, err
+	}
+	return d.copyIn(ctx, d, ref)
 }
 
 func (d *Backend) imageExists(ctx context.Context, ref string) (bool, error) {
@@ -500,6 +531,11 @@ func fromRefs(b buildSpec) []string {
 func (d *Backend) baseImageIDs(ctx context.Context, b buildSpec) ([]string, error) {
 	var out []string
 	for _, ref := range fromRefs(b) {
+		// A base image missing here is copied from another engine first,
+		// when there are several; an earlier stage's name is on none.
+		if _, err := d.haveImage(ctx, ref); err != nil {
+			return nil, err
+		}
 		ins, err := d.cli.ImageInspect(ctx, ref)
 		switch {
 		case err == nil:
@@ -538,6 +574,10 @@ func (d *Backend) missingBaseImages(ctx context.Context, b buildSpec) string {
 	}
 	if len(missing) == 0 {
 		return ""
+	}
+	if d.copyIn != nil {
+		return fmt.Sprintf("base image %s is present on none of the engines of docker_hosts; build or load it on one "+
+			"of them and it is copied to the others (harness-base:bookworm comes from benchmarks/baseimage/build.sh)", strings.Join(missing, ", "))
 	}
 	return fmt.Sprintf("base image %s is not present on the engine; build or load it first "+
 		"(harness-base:bookworm comes from benchmarks/baseimage/build.sh)", strings.Join(missing, ", "))

@@ -1,11 +1,12 @@
 // Package factory is the composition root of the harness command: it
 // builds the concrete things the commands of package cli work with (the
-// Docker sandbox backend and its garbage collector, the task resolver, the
+// sandbox backend on one Docker engine or several, and its garbage collector, the task resolver, the
 // model providers, the clock, the environment and the streams).
 package factory
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
@@ -29,8 +30,19 @@ func New() *cli.Factory {
 	}
 }
 
-// openSandbox connects to the Docker engine [executor_runtime] names.
+// openSandbox connects to the sandbox backend [executor_runtime] selects:
+// the Docker engine docker_host names, or every engine of docker_hosts.
 func openSandbox(ctx context.Context, rt config.ExecutorRuntime) (cli.SandboxBackend, error) {
+	if err := checkBackend(rt); err != nil {
+		return nil, err
+	}
+	if len(rt.DockerHosts) > 0 {
+		e, err := docker.NewEngines(ctx, rt)
+		if err != nil {
+			return nil, err // never a nil *Engines inside a non-nil interface
+		}
+		return e, nil
+	}
 	d, err := docker.New(ctx, rt)
 	if err != nil {
 		return nil, err // never a nil *Docker inside a non-nil interface
@@ -38,8 +50,18 @@ func openSandbox(ctx context.Context, rt config.ExecutorRuntime) (cli.SandboxBac
 	return d, nil
 }
 
-// openCollector connects to the same engine for `harness gc`.
+// openCollector connects to the same engines for `harness gc`.
 func openCollector(ctx context.Context, rt config.ExecutorRuntime) (cli.Collector, error) {
+	if err := checkBackend(rt); err != nil {
+		return nil, err
+	}
+	if len(rt.DockerHosts) > 0 {
+		e, err := docker.NewEngines(ctx, rt)
+		if err != nil {
+			return nil, err
+		}
+		return dockerCollector{e}, nil
+	}
 	d, err := docker.New(ctx, rt)
 	if err != nil {
 		return nil, err
@@ -47,8 +69,25 @@ func openCollector(ctx context.Context, rt config.ExecutorRuntime) (cli.Collecto
 	return dockerCollector{d}, nil
 }
 
+// checkBackend refuses a backend this program does not have. The
+// configuration is validated before, so this only guards a hand-made one.
+func checkBackend(rt config.ExecutorRuntime) error {
+	if b := rt.Backend; b != "" && b != config.BackendDocker {
+		return fmt.Errorf("[executor_runtime] backend %q is not one this program has: set it to %q", b, config.BackendDocker)
+	}
+	return nil
+}
+
+// garbageCollector is the garbage collection of one Docker engine or of
+// several.
+type garbageCollector interface {
+	GC(ctx context.Context, opts docker.GCOptions) (docker.GCReport, error)
+	Host() string
+	Close() error
+}
+
 // dockerCollector is the Docker backend's garbage collector as gc sees it.
-type dockerCollector struct{ *docker.Backend }
+type dockerCollector struct{ garbageCollector }
 
 func (c dockerCollector) Collect(ctx context.Context, req cli.GCRequest) (cli.GCRemoved, error) {
 	rep, err := c.GC(ctx, docker.GCOptions{RunID: req.RunID, Images: req.Images, StaleImages: req.StaleImages,

@@ -1,0 +1,85 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/volume"
+
+	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/internal/dockertest"
+)
+
+// Engines against the host's engine and a second one the test starts.
+func TestEngines(t *testing.T) {
+	local := newTestDocker(t) // skips without an engine or the base image
+	second := dockertest.StartEngine(t)
+	t.Run("no engine has the base image", func(t *testing.T) { testNoBaseImage(t, second) })
+	t.Run("leftovers are removed on every engine", func(t *testing.T) { testLeftovers(t, local.Host(), second) })
+}
+
+// When no engine of docker_hosts has a task's base image (here: a fresh
+// engine alone), the trial fails as an environment failure that names the
+// engine and says how to fix it.
+func testNoBaseImage(t *testing.T, second string) {
+	rt := testRuntime()
+	rt.DockerHosts = []config.DockerHost{{Host: second, Capacity: 1}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p, err := NewEngines(ctx, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	task := writeTask(t, "nobase-"+randomID(t), greetConfig(), greetFiles, nil)
+	sb, err := p.StartSandbox(ctx, executor.ContainerSpec{Task: task, RunID: "engines-" + randomID(t)})
+	if err == nil {
+		sb.Close(ctx)
+		t.Fatal("a sandbox started on an engine without the base image")
+	}
+	var envErr *executor.EnvError
+	if !errors.As(err, &envErr) {
+		t.Errorf("error %v is not an environment failure", err)
+	}
+	for _, want := range []string{"on engine " + second, baseImage + " is present on none of the engines of docker_hosts", "build or load it on one"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q:\n%v", want, err)
+		}
+	}
+}
+
+// A resumed run removes what earlier processes of it left on every engine.
+func testLeftovers(t *testing.T, hosts ...string) {
+	rt := testRuntime()
+	for _, h := range hosts {
+		rt.DockerHosts = append(rt.DockerHosts, config.DockerHost{Host: h, Capacity: 1})
+	}
+	ctx := context.Background()
+	p, err := NewEngines(ctx, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	runID := "engines-" + randomID(t)
+	labels := map[string]string{LabelManaged: "1", LabelRun: runID, LabelOwner: "gone-host/1"}
+	for _, e := range p.engines {
+		if _, err := e.b.cli.VolumeCreate(ctx, volume.CreateOptions{Name: runID, Labels: labels}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.b.cli.VolumeRemove(context.Background(), runID, true) })
+	}
+	n, err := p.RemoveLeftovers(ctx, runID, "")
+	if err != nil || n.Volumes != len(hosts) {
+		t.Fatalf("removed %+v (error %v), want %d volumes", n, err, len(hosts))
+	}
+	for _, e := range p.engines {
+		if _, err := e.b.cli.VolumeInspect(ctx, runID); !cerrdefs.IsNotFound(err) {
+			t.Errorf("the volume of run %s is still on engine %s (inspect error %v)", runID, e.host, err)
+		}
+	}
+}
