@@ -71,6 +71,7 @@ func (c *Config) Clone() *Config {
 	out := *c
 	out.Validation.Pool = slices.Clone(c.Validation.Pool)
 	out.ExecutorRuntime.TaskDirs = slices.Clone(c.ExecutorRuntime.TaskDirs)
+	out.Launcher.Sbatch = slices.Clone(c.Launcher.Sbatch)
 	if c.Models != nil {
 		out.Models = make(map[conditions.Role]Model, len(c.Models))
 		for k, m := range c.Models {

@@ -164,6 +164,7 @@ func Fingerprint(c *Config) string {
 	cc := c.Clone()
 	cc.fillSlices()
 	cc.Budget = Budget{}
+	cc.Launcher = Launcher{}
 	// How long a run goes on does not change what any iteration measures:
 	// extending a run with --iterations on resume is allowed.
 	cc.Experiment.Iterations = 0
@@ -193,6 +194,7 @@ func (c *Config) fillSlices() {
 	}
 	fill(&c.Validation.Pool)
 	fill(&c.ExecutorRuntime.TaskDirs)
+	fill(&c.Launcher.Sbatch)
 	for name, l := range c.Labs {
 		fill(&l.TaskSkillDirs)
 		c.Labs[name] = l

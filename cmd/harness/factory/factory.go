@@ -13,19 +13,22 @@ import (
 	"github.com/mediated-coevo/harness/cmd/harness/cli"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor/docker"
+	"github.com/mediated-coevo/harness/harness/launch"
 	"github.com/mediated-coevo/harness/llm"
 )
 
 // New returns the factory of the real program, on the process's streams.
 func New() *cli.Factory {
 	return &cli.Factory{
-		IO:        cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
-		Now:       time.Now,
-		Getenv:    os.Getenv,
-		Resolver:  benchmarks.NewResolver,
-		Sandbox:   openSandbox,
-		Collector: openCollector,
-		Providers: llm.NewProvider,
+		IO:         cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
+		Now:        time.Now,
+		Getenv:     os.Getenv,
+		Resolver:   benchmarks.NewResolver,
+		Sandbox:    openSandbox,
+		Collector:  openCollector,
+		Providers:  llm.NewProvider,
+		Scheduler:  launch.Exec{},
+		Executable: os.Executable,
 	}
 }
 
