@@ -52,6 +52,9 @@ type Launcher struct {
 	Sbatch []string `toml:"sbatch"`
 	// Setup is shell run at the start of every element, before the harness.
 	Setup string `toml:"setup"`
+	// MaxRunning caps the elements running at once (sbatch --array=...%N);
+	// 0 leaves it to the cluster.
+	MaxRunning int `toml:"max_running"`
 	// PollInterval is how often a waiting `harness matrix` asks the
 	// scheduler and reads the row directories.
 	PollInterval Duration `toml:"poll_interval"`

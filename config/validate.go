@@ -353,6 +353,7 @@ func (c *Config) validateLauncher(ck *checker) {
 		ck.add(key("launcher", "time_limit"), "must be a Slurm time limit such as \"90\" (minutes), \"4:00:00\" or \"1-12:00:00\" (got %q)", l.TimeLimit)
 	}
 	ck.atLeast(key("launcher", "cpus"), int64(l.CPUs), 0)
+	ck.atLeast(key("launcher", "max_running"), int64(l.MaxRunning), 0)
 	if l.Memory != "" && !slurmMemRE.MatchString(l.Memory) {
 		ck.add(key("launcher", "memory"), "must be a Slurm memory size such as \"8G\" or \"16000M\" (got %q)", l.Memory)
 	}

@@ -203,8 +203,8 @@ type WaitOptions struct {
 	Report func(Progress)
 }
 
-// Wait polls the queue and the rows until no element of the job is left
-// in the queue, or ctx ends. A few failed polls in a row (a controller
+// Wait polls the queue and the rows, reporting each answered poll, until
+// no element of the job is left in the queue, or ctx ends. A few failed polls in a row (a controller
 // restarting) are borne; more end the wait with the error.
 func (s *Slurm) Wait(ctx context.Context, o WaitOptions) error {
 	poll := o.Poll
@@ -224,7 +224,7 @@ func (s *Slurm) Wait(ctx context.Context, o WaitOptions) error {
 		default:
 			failures = 0
 		}
-		if o.Report != nil {
+		if err == nil && o.Report != nil {
 			o.Report(Progress{Job: o.Job, Queue: q, Rows: ReadRows(o.Dir, o.Job.Rows())})
 		}
 		if err == nil && len(q) == 0 {

@@ -79,7 +79,11 @@ func (s *Slurm) Submit(ctx context.Context, o SubmitOptions) (Job, error) {
 	if err := durable.WriteFile(filepath.Join(o.Dir, script), []byte(s.script(o)), 0o755); err != nil {
 		return Job{}, fmt.Errorf("write the batch script of %s: %w", o.Dir, err)
 	}
-	out, err := s.Runner.Run(ctx, "sbatch", "--parsable", "--array="+arraySpec(o.Run), filepath.Join(o.Dir, script))
+	array := arraySpec(o.Run)
+	if s.Config.MaxRunning > 0 {
+		array += "%" + strconv.Itoa(s.Config.MaxRunning)
+	}
+	out, err := s.Runner.Run(ctx, "sbatch", "--parsable", "--array="+array, filepath.Join(o.Dir, script))
 	if err != nil {
 		return Job{}, fmt.Errorf("submit the rows of %s to Slurm: %w", o.Dir, err)
 	}
