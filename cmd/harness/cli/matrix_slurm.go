@@ -74,8 +74,10 @@ func (o *MatrixOptions) runOnSlurm(ctx context.Context, x *Execution) (err error
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
 	job, err := sl.Submit(ctx, launch.SubmitOptions{Dir: dir, Command: cmd, Rows: rows, Run: run, Name: "harness-" + x.Plan.Name})
-	if err != nil {
-		return &ExitError{Code: ExitFailed, Err: err}
+	if err != nil && job.ID == "" {
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%w; nothing runs yet: once that is fixed, submit the matrix with harness matrix --resume %s --launcher slurm", err, dir)}
+	} else if err != nil {
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%w; follow it with squeue --jobs %s", err, job.ID)}
 	}
 	w := redact.Writer(x.IO.ErrOut)
 	fmt.Fprintf(w, "writing to %s\nsubmitted Slurm job array %s: %d of %d rows, one element each (the record: %s)\n",
