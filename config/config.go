@@ -26,9 +26,10 @@ type Config struct {
 	// same reason.
 	Evaluation Evaluation `toml:"evaluation,omitempty"`
 	Stats      Stats      `toml:"stats,omitempty"`
-	// Launcher says where a matrix's rows run; it never changes what a row
-	// measures, so it is left out of the fingerprint.
-	Launcher Launcher `toml:"launcher,omitempty"`
+	// Launcher says where a matrix's rows run. It never changes what a row
+	// measures, so it is kept out of the fingerprint: it is not encoded with
+	// the rest, and WriteResolved writes it as a table of its own, as [run].
+	Launcher Launcher `toml:"-"`
 }
 
 // Launchers of a matrix ([launcher] kind).

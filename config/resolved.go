@@ -71,6 +71,13 @@ func WriteResolved(w io.Writer, c *Config, meta RunMeta) error {
 	if err := enc.Encode(cc); err != nil {
 		return fmt.Errorf("encode the resolved config: %w", err)
 	}
+	launcher := struct {
+		Launcher Launcher `toml:"launcher"`
+	}{cc.Launcher}
+	buf.WriteString("\n")
+	if err := enc.Encode(launcher); err != nil {
+		return fmt.Errorf("encode [launcher] of the resolved config: %w", err)
+	}
 	for _, s := range secrets {
 		// Short values cannot be told apart from ordinary text (a "1" in a
 		// number); strings holding them were redacted above.
@@ -164,7 +171,6 @@ func Fingerprint(c *Config) string {
 	cc := c.Clone()
 	cc.fillSlices()
 	cc.Budget = Budget{}
-	cc.Launcher = Launcher{}
 	// How long a run goes on does not change what any iteration measures:
 	// extending a run with --iterations on resume is allowed.
 	cc.Experiment.Iterations = 0
