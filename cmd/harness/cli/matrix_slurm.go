@@ -66,6 +66,9 @@ func (o *MatrixOptions) runOnSlurm(ctx context.Context, x *Execution) (err error
 			run = append(run, i)
 		}
 	}
+	if err := stillQueued(ctx, sl, dir); err != nil {
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
 	if len(run) == 0 {
 		return o.settle(ctx, sl, md, x, nil)
 	}
@@ -88,8 +91,31 @@ func (o *MatrixOptions) runOnSlurm(ctx context.Context, x *Execution) (err error
 			job.ID, dir, dir)
 		return nil
 	}
-	o.follow(ctx, sl, dir, job, x, w)
+	if err := o.follow(ctx, sl, dir, job, x, w); err != nil {
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%w; the array may still be running: follow it with squeue --jobs %s, and once it has ended settle the matrix with harness matrix --resume %s --launcher slurm", err, job.ID, dir)}
+	}
 	return o.settle(context.WithoutCancel(ctx), sl, md, x, &job)
+}
+
+// stillQueued refuses to go on while an array submitted earlier for the
+// matrix still has elements in the queue: submitting their rows again
+// would run them twice.
+func stillQueued(ctx context.Context, sl *launch.Slurm, dir string) error {
+	jobs, err := launch.ReadJobs(dir)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		q, err := sl.Queue(ctx, j.ID)
+		if err != nil {
+			return err
+		}
+		if len(q) > 0 {
+			return fmt.Errorf("Slurm job %s of %s still has %d element(s) in the queue; wait until it has ended (squeue --jobs %s) or cancel it (scancel %s), then resume",
+				j.ID, dir, len(q), j.ID, j.ID)
+		}
+	}
+	return nil
 }
 
 func rowNamesOf(p *harness.Plan) []string {
@@ -136,28 +162,26 @@ func (o *MatrixOptions) elementCommand(dir string, x *Execution) ([]string, erro
 
 // follow waits for the job array, showing each row's progress as its
 // directory says it. Interrupted, it cancels the array and waits a while
-// for the elements to save their rows.
-func (o *MatrixOptions) follow(ctx context.Context, sl *launch.Slurm, dir string, job launch.Job, x *Execution, w io.Writer) {
+// for the elements to save their rows. Its error says it lost the array.
+func (o *MatrixOptions) follow(ctx context.Context, sl *launch.Slurm, dir string, job launch.Job, x *Execution, w io.Writer) error {
 	show := &slurmProgress{w: w, rows: map[string]launch.RowState{}}
 	opts := launch.WaitOptions{Dir: dir, Job: job, Poll: x.Config.Launcher.PollInterval.Duration, Report: show.report}
 	err := sl.Wait(ctx, opts)
 	if ctx.Err() == nil {
-		if err != nil {
-			fmt.Fprintf(w, "warning: stopped following Slurm job %s: %v\n", job.ID, err)
-		}
-		return
+		return err
 	}
 	fmt.Fprintf(w, "interrupted: cancelling Slurm job %s\n", job.ID)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelGrace)
 	defer cancel()
 	if err := sl.Cancel(cctx, job.ID); err != nil {
 		fmt.Fprintf(w, "warning: %v; cancel it yourself with `scancel %s`\n", err, job.ID)
-		return
+		return nil
 	}
 	opts.Poll = time.Second
 	if err := sl.Wait(cctx, opts); err != nil {
 		fmt.Fprintf(w, "warning: the elements of Slurm job %s have not all ended: %v\n", job.ID, err)
 	}
+	return nil
 }
 
 // slurmProgress prints a line whenever a row's state or the array's queue

@@ -18,7 +18,9 @@ import (
 // has ended, scontrol says why each element ended.
 type scheduler struct {
 	ended string
-	calls [][]string
+	// queued, when set, is squeue's answer: elements still in the queue.
+	queued string
+	calls  [][]string
 }
 
 func (s *scheduler) Run(_ context.Context, name string, args ...string) ([]byte, error) {
@@ -27,7 +29,7 @@ func (s *scheduler) Run(_ context.Context, name string, args ...string) ([]byte,
 	case "sbatch":
 		return []byte("77\n"), nil
 	case "squeue":
-		return nil, nil
+		return []byte(s.queued), nil
 	case "scontrol":
 		return []byte("JobId=78 ArrayJobId=77 " + s.ended + "\n"), nil
 	}
@@ -103,5 +105,26 @@ func TestMatrixOnSlurmReportsWhyRowsAreUnfinished(t *testing.T) {
 	}
 	if st := d.Manifest().Status; st != rundir.StatusInterrupted {
 		t.Errorf("matrix status %s, want interrupted", st)
+	}
+}
+
+// A resume while an earlier array of the matrix is still queued submits
+// nothing: its rows would run twice.
+func TestMatrixOnSlurmResumeRefusesWhileAnArrayIsQueued(t *testing.T) {
+	out := t.TempDir()
+	s := &scheduler{}
+	r := runCLI(t, fakeSlurmFactory(s), "matrix", "--task-set", "smoke", "--preset", "no_feedback", "--offline", "--iterations", "1",
+		"--out", out, "--launcher", "slurm", "--detach")
+	if r.code != ExitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.errOut)
+	}
+	dir := onlyMatrix(t, out)
+	s.queued = "0|RUNNING|None\n"
+	r = runCLI(t, fakeSlurmFactory(s), "matrix", "--resume", dir, "--launcher", "slurm")
+	if r.code != ExitFailed || !strings.Contains(r.errOut, "Slurm job 77 of "+dir+" still has 1 element(s) in the queue") {
+		t.Errorf("exit %d, stderr %q; want 1 and the job still queued", r.code, r.errOut)
+	}
+	if jobs, _ := launch.ReadJobs(dir); len(jobs) != 1 {
+		t.Errorf("the refused resume submitted again: %+v", jobs)
 	}
 }
