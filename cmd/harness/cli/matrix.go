@@ -97,7 +97,7 @@ exits with code 2, names the row and the rule, and creates nothing.`,
 	fl.StringVar(&o.MatrixFile, "matrix", "", "custom matrix file (TOML, see above)")
 	fl.Int64SliceVar(&o.Seeds, "seeds", nil, "run every row once per seed, comma separated (default: --seed)")
 	fl.StringVar(&o.Launcher, "launcher", "", "where the rows run: local (this process) or slurm (one job-array element per row and seed; default from [launcher] kind)")
-	fl.BoolVar(&o.Detach, "detach", false, "with --launcher slurm: return once the job array is submitted")
+	fl.BoolVar(&o.Detach, "detach", false, "with --launcher slurm: return once the job array is submitted, printing its job id (with --json: the directory and the job)")
 	fl.StringVar(&o.Row, "row", "", "with --resume: run only this row of the matrix (what each Slurm array element runs)")
 	_ = cmd.RegisterFlagCompletionFunc("preset", completePresets)
 	_ = cmd.MarkFlagFilename("matrix", "toml")

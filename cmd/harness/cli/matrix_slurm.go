@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -86,7 +87,18 @@ func (o *MatrixOptions) runOnSlurm(ctx context.Context, x *Execution) (err error
 	fmt.Fprintf(w, "writing to %s\nsubmitted Slurm job array %s: %d of %d rows, one element each (the record: %s)\n",
 		dir, job.ID, len(run), len(rows), filepath.Join(dir, rundir.SlurmJobsFile))
 	if o.Detach {
-		fmt.Fprintf(x.IO.Out, "%s\n", job.ID)
+		if x.JSON {
+			enc := json.NewEncoder(x.IO.Out)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(struct {
+				Dir string     `json:"dir"`
+				Job launch.Job `json:"job"`
+			}{dir, job}); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(x.IO.Out, "%s\n", job.ID)
+		}
 		fmt.Fprintf(w, "follow it with `squeue --jobs %s` and `harness inspect %s`; once it has ended, `harness matrix --resume %s --launcher slurm` settles the matrix and runs what is unfinished\n",
 			job.ID, dir, dir)
 		return nil
