@@ -20,13 +20,15 @@ import (
 // New returns the factory of the real program, on the process's streams.
 func New() *cli.Factory {
 	return &cli.Factory{
-		IO:         cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
-		Now:        time.Now,
-		Getenv:     os.Getenv,
-		Resolver:   benchmarks.NewResolver,
-		Sandbox:    openSandbox,
-		Collector:  openCollector,
-		Providers:  llm.NewProvider,
+		IO:        cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
+		Now:       time.Now,
+		Getenv:    os.Getenv,
+		Resolver:  benchmarks.NewResolver,
+		Sandbox:   openSandbox,
+		Collector: openCollector,
+		Providers: llm.NewProvider,
+
+		// Slurm's own commands and this binary, for matrix --launcher slurm.
 		Scheduler:  launch.Exec{},
 		Executable: os.Executable,
 	}
