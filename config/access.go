@@ -72,6 +72,7 @@ func (c *Config) Clone() *Config {
 	out.Validation.Pool = slices.Clone(c.Validation.Pool)
 	out.ExecutorRuntime.TaskDirs = slices.Clone(c.ExecutorRuntime.TaskDirs)
 	out.ExecutorRuntime.DockerHosts = slices.Clone(c.ExecutorRuntime.DockerHosts)
+	out.Launcher.Sbatch = slices.Clone(c.Launcher.Sbatch)
 	if c.Models != nil {
 		out.Models = make(map[conditions.Role]Model, len(c.Models))
 		for k, m := range c.Models {

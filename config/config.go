@@ -26,6 +26,39 @@ type Config struct {
 	// same reason.
 	Evaluation Evaluation `toml:"evaluation,omitempty"`
 	Stats      Stats      `toml:"stats,omitempty"`
+	// Launcher says where a matrix's rows run. It never changes what a row
+	// measures, so it is kept out of the fingerprint: it is not encoded with
+	// the rest, and WriteResolved writes it as a table of its own, as [run].
+	Launcher Launcher `toml:"-"`
+}
+
+// Launchers of a matrix ([launcher] kind).
+const (
+	LauncherLocal = "local"
+	LauncherSlurm = "slurm"
+)
+
+// Launcher is [launcher]: how `harness matrix` runs its rows, in this
+// process or as the elements of a Slurm job array (docs/scale.md).
+type Launcher struct {
+	Kind string `toml:"kind"`
+	// Partition, TimeLimit, CPUs and Memory are sbatch's --partition,
+	// --time, --cpus-per-task and --mem for every element; empty or 0
+	// leaves them to the cluster.
+	Partition string `toml:"partition"`
+	TimeLimit string `toml:"time_limit"`
+	CPUs      int    `toml:"cpus"`
+	Memory    string `toml:"memory"`
+	// Sbatch are further options, each written as one #SBATCH line.
+	Sbatch []string `toml:"sbatch"`
+	// Setup is shell run at the start of every element, before the harness.
+	Setup string `toml:"setup"`
+	// MaxRunning caps the elements running at once (sbatch --array=...%N);
+	// 0 leaves it to the cluster.
+	MaxRunning int `toml:"max_running"`
+	// PollInterval is how often a waiting `harness matrix` asks the
+	// scheduler and reads the row directories.
+	PollInterval Duration `toml:"poll_interval"`
 }
 
 // Stats is [stats]: what the power statements of the dry run and of

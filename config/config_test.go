@@ -427,6 +427,14 @@ func TestValidateRanges(t *testing.T) {
 		{"students 0", func(c *Config) { setLab(c, DefaultLab, func(l *Lab) { l.Students = 0 }) }, "labs.default.students"},
 		{"conclude margin too big", func(c *Config) { setLab(c, DefaultLab, func(l *Lab) { l.ConcludeMargin = 30 }) }, "labs.default.conclude_margin"},
 		{"relative task skill dir", func(c *Config) { setLab(c, DefaultLab, func(l *Lab) { l.TaskSkillDirs = []string{"skills"} }) }, "labs.default.task_skill_dirs"},
+		{"launcher kind", func(c *Config) { c.Launcher.Kind = "pbs" }, "launcher.kind"},
+		{"launcher time limit", func(c *Config) { c.Launcher.TimeLimit = "4h" }, "launcher.time_limit"},
+		{"launcher memory", func(c *Config) { c.Launcher.Memory = "8 GB" }, "launcher.memory"},
+		{"launcher cpus", func(c *Config) { c.Launcher.CPUs = -1 }, "launcher.cpus"},
+		{"launcher max_running", func(c *Config) { c.Launcher.MaxRunning = -1 }, "launcher.max_running"},
+		{"launcher partition", func(c *Config) { c.Launcher.Partition = "a b" }, "launcher.partition"},
+		{"launcher sbatch line", func(c *Config) { c.Launcher.Sbatch = []string{"#SBATCH --qos=x"} }, "launcher.sbatch"},
+		{"launcher poll interval", func(c *Config) { c.Launcher.PollInterval = Duration{-time.Second} }, "launcher.poll_interval"},
 		{"negative budget tokens", func(c *Config) { c.Budget.MaxTokens = -1 }, "budget.max_tokens"},
 		{"negative budget usd", func(c *Config) { c.Budget.MaxUSD = -1 }, "budget.max_usd"},
 		{"negative wall clock", func(c *Config) { c.Budget.WallClock = Duration{-time.Second} }, "budget.wall_clock"},
@@ -752,6 +760,9 @@ func TestFingerprint(t *testing.T) {
 		{"docker host", func(c *Config) { c.ExecutorRuntime.DockerHost = "tcp://x:2375" }, false},
 		{"key variable", func(c *Config) { setModel(c, conditions.RolePlanner, func(m *Model) { m.APIKeyEnv = "K" }) }, false},
 		{"mediator transcript budget", func(c *Config) { c.Mediator.TranscriptChars = 100 }, true},
+		{"launcher", func(c *Config) {
+			c.Launcher = Launcher{Kind: LauncherSlurm, Partition: "p", Sbatch: []string{"--qos=x"}}
+		}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -901,4 +912,31 @@ func writeAndParse(t *testing.T, c *Config, meta RunMeta) (*Config, RunMeta, *by
 		t.Fatalf("ParseResolved: %v\n%s", err, buf.String())
 	}
 	return got, gotMeta, &buf
+}
+
+// The launcher is left out of the fingerprint whole, so runs written before
+// [launcher] existed keep theirs, and a configuration without the section
+// reads back as the local launcher.
+func TestLauncherOutsideFingerprint(t *testing.T) {
+	c := mustDefault(t)
+	if c.Launcher.Kind != LauncherLocal || c.Launcher.PollInterval.Duration <= 0 {
+		t.Errorf("default launcher = %+v, want local with a poll interval", c.Launcher)
+	}
+	var buf bytes.Buffer
+	if err := WriteResolved(&buf, c, RunMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(buf.String(), "\n[launcher]\n")
+	if i < 0 {
+		t.Fatalf("resolved file lacks the [launcher] section:\n%s", buf.String())
+	}
+	// The section is the last one written; cut it as an older file lacks it.
+	old := buf.String()[:i+1]
+	parsed, err := Parse([]byte(old), "old config.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parsed.Launcher.Kind != "" || Fingerprint(parsed) != Fingerprint(c) {
+		t.Errorf("without [launcher]: kind %q, fingerprint equal %v; want empty and equal", parsed.Launcher.Kind, Fingerprint(parsed) == Fingerprint(c))
+	}
 }

@@ -35,7 +35,8 @@ var durationType = reflect.TypeFor[Duration]()
 func fileSchema() *schemaNode {
 	root := buildSchema(reflect.TypeFor[Config]())
 	root.fields["run"] = buildSchema(reflect.TypeFor[RunMeta]())
-	root.names = append(root.names, "run")
+	root.fields["launcher"] = buildSchema(reflect.TypeFor[Launcher]())
+	root.names = append(root.names, "run", "launcher")
 	root.fields["models"].keys = conditions.RoleNames(conditions.ModelRoles())
 	return root
 }

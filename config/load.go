@@ -120,6 +120,7 @@ type fileLayer struct {
 	Mediator        *Mediator                 `toml:"mediator"`
 	Evaluation      *Evaluation               `toml:"evaluation"`
 	Stats           *Stats                    `toml:"stats"`
+	Launcher        *Launcher                 `toml:"launcher"`
 }
 
 // decodeLayer reads data (named file in errors) over c. c must own all its
@@ -147,6 +148,7 @@ func decodeLayer(c *Config, data []byte, file string, inherit bool) (*layerMeta,
 		Mediator:        &c.Mediator,
 		Evaluation:      &c.Evaluation,
 		Stats:           &c.Stats,
+		Launcher:        &c.Launcher,
 	}
 	lmd, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&layer)
 	if err != nil {

@@ -71,6 +71,13 @@ func WriteResolved(w io.Writer, c *Config, meta RunMeta) error {
 	if err := enc.Encode(cc); err != nil {
 		return fmt.Errorf("encode the resolved config: %w", err)
 	}
+	launcher := struct {
+		Launcher Launcher `toml:"launcher"`
+	}{cc.Launcher}
+	buf.WriteString("\n")
+	if err := enc.Encode(launcher); err != nil {
+		return fmt.Errorf("encode [launcher] of the resolved config: %w", err)
+	}
 	for _, s := range secrets {
 		// Short values cannot be told apart from ordinary text (a "1" in a
 		// number); strings holding them were redacted above.
@@ -193,6 +200,7 @@ func (c *Config) fillSlices() {
 	}
 	fill(&c.Validation.Pool)
 	fill(&c.ExecutorRuntime.TaskDirs)
+	fill(&c.Launcher.Sbatch)
 	for name, l := range c.Labs {
 		fill(&l.TaskSkillDirs)
 		c.Labs[name] = l

@@ -122,6 +122,7 @@ func (c *Config) validate() []issue {
 	c.validateLabs(&ck)
 	c.validateBudget(&ck)
 	c.validateRuntime(&ck)
+	c.validateLauncher(&ck)
 	ck.atLeast(key("mediator", "transcript_chars"), int64(c.Mediator.TranscriptChars), 0)
 	ck.atLeast(key("evaluation", "trials_per_task"), int64(c.Evaluation.TrialsPerTask), 0)
 	if e := c.Stats.EffectOfInterest; e < 0 || e > 1 || math.IsNaN(e) {
@@ -368,5 +369,39 @@ func validateDockerHosts(ck *checker, r ExecutorRuntime) {
 		if h.Capacity < 1 {
 			ck.add(k, "item %d (%s): capacity must be at least 1 (got %d): it is how many trials run on that engine at once", i+1, h.Host, h.Capacity)
 		}
+	}
+}
+
+var (
+	// slurmTimeRE is sbatch --time: minutes, MM:SS, HH:MM:SS, D-HH,
+	// D-HH:MM or D-HH:MM:SS.
+	slurmTimeRE = regexp.MustCompile(`^(\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+|\d+-\d+:\d{1,2}|\d+-\d+:\d{1,2}:\d{1,2}|UNLIMITED|INFINITE)$`)
+	// slurmMemRE is sbatch --mem: a number with an optional unit.
+	slurmMemRE = regexp.MustCompile(`^\d+[KMGT]?$`)
+)
+
+func (c *Config) validateLauncher(ck *checker) {
+	l := c.Launcher
+	if l.Kind != "" { // a run written before [launcher] existed reads back ""
+		ck.oneOf(key("launcher", "kind"), l.Kind, []string{LauncherLocal, LauncherSlurm})
+	}
+	if l.TimeLimit != "" && !slurmTimeRE.MatchString(l.TimeLimit) {
+		ck.add(key("launcher", "time_limit"), "must be a Slurm time limit such as \"90\" (minutes), \"4:00:00\" or \"1-12:00:00\" (got %q)", l.TimeLimit)
+	}
+	ck.atLeast(key("launcher", "cpus"), int64(l.CPUs), 0)
+	ck.atLeast(key("launcher", "max_running"), int64(l.MaxRunning), 0)
+	if l.Memory != "" && !slurmMemRE.MatchString(l.Memory) {
+		ck.add(key("launcher", "memory"), "must be a Slurm memory size such as \"8G\" or \"16000M\" (got %q)", l.Memory)
+	}
+	if strings.ContainsAny(l.Partition, " \t\n#") {
+		ck.add(key("launcher", "partition"), "must be one partition name, without spaces (got %q)", l.Partition)
+	}
+	for i, line := range l.Sbatch {
+		if !strings.HasPrefix(line, "-") || strings.ContainsAny(line, "\n\r") {
+			ck.add(key("launcher", "sbatch"), "entry %d must be one sbatch option such as \"--account=lab\", without the #SBATCH prefix (got %q)", i+1, line)
+		}
+	}
+	if l.PollInterval.Duration < 0 {
+		ck.add(key("launcher", "poll_interval"), "must be a positive duration such as \"5s\" (got %q)", l.PollInterval.Duration.String())
 	}
 }

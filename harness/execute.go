@@ -79,8 +79,7 @@ func Execute(ctx context.Context, o ExecOptions) (*Outcome, error) {
 		return nil, errors.New("execute: no model providers")
 	}
 	trials := newTrialRunner(o.Backend, cfg)
-	ledger := llm.NewLedger(llm.Limits{MaxTokens: cfg.Budget.MaxTokens, MaxUSD: cfg.Budget.MaxUSD, WallClock: cfg.Budget.WallClock.Duration,
-		ChargeSent: cfg.Budget.ChargeFailed != config.ChargeReported})
+	ledger := newLedger(cfg)
 
 	if events := o.Events; events != nil {
 		o.Events = func(e Event) {
@@ -93,6 +92,12 @@ func Execute(ctx context.Context, o ExecOptions) (*Outcome, error) {
 		return ex.matrix(ctx)
 	}
 	return ex.single(ctx)
+}
+
+// newLedger is the ledger of a run or matrix under cfg's budget.
+func newLedger(cfg *config.Config) *llm.Ledger {
+	return llm.NewLedger(llm.Limits{MaxTokens: cfg.Budget.MaxTokens, MaxUSD: cfg.Budget.MaxUSD, WallClock: cfg.Budget.WallClock.Duration,
+		ChargeSent: cfg.Budget.ChargeFailed != config.ChargeReported})
 }
 
 type execution struct {
@@ -241,6 +246,9 @@ func agentFactory(cfg *config.Config, kind, labID string, clients *Clients) (Age
 // sharing one budget and one cap on live containers.
 func (ex *execution) matrix(ctx context.Context) (*Outcome, error) {
 	p := ex.opts.Plan
+	if p.OnlyRow != "" {
+		return ex.element(ctx)
+	}
 	md, refused, err := ex.openMatrix()
 	if err != nil || refused != nil {
 		return refused, err
@@ -298,7 +306,7 @@ func (ex *execution) openMatrix() (md *rundir.Dir, refused *Outcome, err error) 
 	if err := ex.checkFingerprint(md); err != nil {
 		return md, &Outcome{Dir: md.Path, Status: rundir.StatusFailed, Resumed: true, Err: err}, nil
 	}
-	if err := ex.restoreMatrixLedger(md); err != nil {
+	if err := ex.restoreMatrixLedger(md, rowNames(p.Rows)); err != nil {
 		return md, nil, err
 	}
 	if ex.opts.ForceResume {
@@ -435,25 +443,25 @@ func (ex *execution) checkFingerprint(md *rundir.Dir) error {
 // checkpointed rows already spent, and restores its wall clock, so a
 // resumed matrix keeps one budget. A row whose state cannot be trusted
 // stops the resume before any row runs.
-func (ex *execution) restoreMatrixLedger(md *rundir.Dir) error {
+func (ex *execution) restoreMatrixLedger(md *rundir.Dir, rows []string) error {
 	var elapsed time.Duration
-	for _, row := range ex.opts.Plan.Rows {
-		if _, err := os.Stat(filepath.Join(md.RowPath(row.Name), rundir.ManifestFile)); err != nil {
+	for _, row := range rows {
+		if _, err := os.Stat(filepath.Join(md.RowPath(row), rundir.ManifestFile)); err != nil {
 			continue // not created, or a crash during creation: it starts afresh
 		}
-		d, err := md.OpenRow(row.Name)
+		d, err := md.OpenRow(row)
 		if err != nil {
 			continue // the row reports it when it is opened to run
 		}
 		st, err := loadCheckpoint(d)
 		if err != nil {
-			return fmt.Errorf("row %s: %w", row.Name, err)
+			return fmt.Errorf("row %s: %w", row, err)
 		}
 		if st == nil {
 			continue
 		}
 		for caller, u := range st.Ledger.ByCaller {
-			ex.ledger.Charge(row.Name+"/"+caller, u)
+			ex.ledger.Charge(row+"/"+caller, u)
 		}
 		// The latest matrix clock any row saved; a row's own clock is a
 		// lower bound for states that predate it.

@@ -108,6 +108,9 @@ type Plan struct {
 	// ResumeSkips says what a resume does not redo.
 	ResumeSkips []string `json:"resume_skips,omitempty"`
 	ResumeDir   string   `json:"resume_dir,omitempty"`
+	// OnlyRow, when set, restricts a resumed matrix to this one row, run
+	// beside other processes running the others (a Slurm array element).
+	OnlyRow string `json:"only_row,omitempty"`
 	// OutDir is where the run or matrix directory is created (the resumed
 	// directory itself when resuming).
 	OutDir string `json:"out_dir"`
@@ -157,6 +160,9 @@ type PlanOptions struct {
 	// Resume is a run or matrix directory to continue. Its own design
 	// (rows, tasks, seeds) is used; Iterations may extend it.
 	Resume string
+	// OnlyRow restricts a resumed matrix to one of its rows (see
+	// Plan.OnlyRow).
+	OnlyRow string
 }
 
 // BuildRunPlan plans one run. It checks everything a run needs from its
@@ -291,8 +297,13 @@ func BuildMatrixPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.Rows = specs
+	// The matrix's seeds, even for one row: its configuration, and so its
+	// fingerprint, holds the first.
 	p.Seeds = rowSeeds(specs)
+	if specs, err = onlyRow(specs, o); err != nil {
+		return nil, err
+	}
+	p.Rows, p.OnlyRow = specs, o.OnlyRow
 	if resumed != nil {
 		p.done = map[string]int{}
 		for _, r := range p.Rows {

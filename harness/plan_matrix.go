@@ -100,6 +100,21 @@ func expandRows(cfg *config.Config, rows []MatrixRow, seeds []int64) ([]RowSpec,
 	return out, nil
 }
 
+// onlyRow keeps the row o.OnlyRow names, when it names one.
+func onlyRow(rows []RowSpec, o PlanOptions) ([]RowSpec, error) {
+	if o.OnlyRow == "" {
+		return rows, nil
+	}
+	if o.Resume == "" {
+		return nil, errors.New("--row runs one row of an existing matrix: give the matrix with --resume DIR")
+	}
+	i := slices.IndexFunc(rows, func(r RowSpec) bool { return r.Name == o.OnlyRow })
+	if i < 0 {
+		return nil, fmt.Errorf("--row %s: matrix %s has no such row; its rows are %s", o.OnlyRow, o.Resume, strings.Join(rowNames(rows), ", "))
+	}
+	return rows[i : i+1], nil
+}
+
 // rowSeeds lists the distinct seeds of the rows in order of appearance.
 func rowSeeds(rows []RowSpec) []int64 {
 	var out []int64

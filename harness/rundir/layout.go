@@ -182,3 +182,25 @@ func ValidationTrialDir(arm, task string, index int) string {
 func NotePath(name string) string {
 	return filepath.Join(NotesDir, name)
 }
+
+// The files of a matrix whose rows ran as the elements of Slurm job arrays
+// (harness/launch), relative to the matrix directory. The folder's name
+// can never be a row's: row names start with a letter or digit.
+const (
+	SlurmDir = "_slurm"
+	// SlurmJobsFile records every job array submitted for the matrix, one
+	// JSON object per line: job id, time, script and each element's index
+	// and row.
+	SlurmJobsFile = "_slurm/jobs.jsonl"
+	// SlurmOutputPattern is where each element's output goes, as sbatch
+	// --output takes it (%A the job id, %a the element's index).
+	SlurmOutputPattern = "_slurm/%A_%a.out"
+)
+
+// SlurmScript is the batch script of the matrix's n-th submission (from 1).
+func SlurmScript(n int) string { return filepath.Join(SlurmDir, fmt.Sprintf("array-%02d.sh", n)) }
+
+// SlurmOutput is the output file of one element of job array jobID.
+func SlurmOutput(jobID string, index int) string {
+	return filepath.Join(SlurmDir, fmt.Sprintf("%s_%d.out", jobID, index))
+}

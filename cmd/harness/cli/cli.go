@@ -15,6 +15,7 @@ import (
 
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/launch"
 	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
@@ -44,6 +45,10 @@ type Factory struct {
 	// Execute, when set, replaces the orchestrator for `run` and `matrix`
 	// (tests).
 	Execute ExecuteFunc
+	// Scheduler runs Slurm's commands for `matrix --launcher slurm`, and
+	// Executable names the binary its array elements run.
+	Scheduler  launch.Runner
+	Executable func() (string, error)
 }
 
 // SandboxBackend is the sandbox backend of a connected engine; Close

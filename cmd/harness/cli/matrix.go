@@ -1,13 +1,16 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/launch"
 )
 
 // MatrixOptions are the flags of `harness matrix`.
@@ -16,6 +19,16 @@ type MatrixOptions struct {
 	Presets    []string // empty (and no MatrixFile): the six baseline rows
 	MatrixFile string
 	Seeds      []int64 // every row runs once per seed
+	// Launcher is where the rows run, local or slurm ("": [launcher]
+	// kind); Detach returns once a Slurm array is submitted.
+	Launcher string
+	Detach   bool
+	// Row runs only this row of a resumed matrix: what each element of a
+	// Slurm job array runs.
+	Row string
+	// Scheduler and Executable come from the Factory (see there).
+	Scheduler  launch.Runner
+	Executable func() (string, error)
 }
 
 // NewCmdMatrix builds `harness matrix`. runF replaces the real work in tests.
@@ -51,14 +64,19 @@ A custom matrix file (--matrix FILE) is TOML:
 Every row is checked against the design rules before anything starts; a bad row
 exits with code 2, names the row and the rule, and creates nothing.`,
 		Example: `  harness matrix --task-set smoke --offline --iterations 2 --dry-run
+  harness matrix --task-set skillsbench-10 --seeds 1,2,3 --launcher slurm
   harness matrix --tasks a,b --preset no_feedback,full_coevolution --seeds 1,2,3
   harness matrix --task-set skillsbench-10 --matrix ablation.toml --budget-usd 50`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			setOptional()
 			o.IO, o.Execute, o.Resolver, o.Getenv = f.IO, f.executor(), f.Resolver, f.Getenv
+			o.Scheduler, o.Executable = f.Scheduler, f.Executable
 			o.Args = commandLine(cmd)
 			if err := o.checkFlags(cmd.Flags(), []string{"preset", "matrix", "seeds"}); err != nil {
+				return err
+			}
+			if err := o.checkLaunchFlags(); err != nil {
 				return err
 			}
 			if len(o.Presets) > 0 && o.MatrixFile != "" {
@@ -79,6 +97,9 @@ exits with code 2, names the row and the rule, and creates nothing.`,
 	fl.StringSliceVar(&o.Presets, "preset", nil, "rows from presets, comma separated: "+presetNames())
 	fl.StringVar(&o.MatrixFile, "matrix", "", "custom matrix file (TOML, see above)")
 	fl.Int64SliceVar(&o.Seeds, "seeds", nil, "run every row once per seed, comma separated (default: --seed)")
+	fl.StringVar(&o.Launcher, "launcher", "", "where the rows run: local (this process) or slurm (one job-array element per row and seed; default from [launcher] kind)")
+	fl.BoolVar(&o.Detach, "detach", false, "with --launcher slurm: return once the job array is submitted, printing its job id (with --json: the directory and the job)")
+	fl.StringVar(&o.Row, "row", "", "with --resume: run only this row of the matrix (what each Slurm array element runs)")
 	_ = cmd.RegisterFlagCompletionFunc("preset", completePresets)
 	_ = cmd.MarkFlagFilename("matrix", "toml")
 	return cmd
@@ -122,10 +143,35 @@ func runMatrix(ctx context.Context, o *MatrixOptions) error {
 			return err
 		}
 	}
+	popts.OnlyRow = o.Row
 	p, err := harness.BuildMatrixPlan(cfg, popts)
 	if err != nil {
 		return UsageError(err)
 	}
 	p.Notes = append(p.Notes, notes...)
+	switch kind := cmp.Or(o.Launcher, cfg.Launcher.Kind, config.LauncherLocal); {
+	case o.Row != "" || kind == config.LauncherLocal:
+		if o.Detach {
+			return usagef("--detach needs --launcher slurm: a local matrix runs in this process")
+		}
+	default:
+		p.Notes = append(p.Notes, "each row runs as one element of a Slurm job array (launcher slurm; see docs/scale.md)")
+		o.Execute = o.runOnSlurm
+	}
 	return o.finish(ctx, p)
+}
+
+// checkLaunchFlags validates --launcher, --detach and --row.
+func (o *MatrixOptions) checkLaunchFlags() error {
+	switch {
+	case o.Launcher != "" && o.Launcher != config.LauncherLocal && o.Launcher != config.LauncherSlurm:
+		return usagef("--launcher must be %s or %s (got %q)", config.LauncherLocal, config.LauncherSlurm, o.Launcher)
+	case o.Row != "" && o.Resume == "":
+		return usagef("--row runs one row of an existing matrix: give the matrix with --resume DIR")
+	case o.Row != "" && o.Launcher == config.LauncherSlurm:
+		return usagef("--row runs one row here; it cannot be combined with --launcher slurm")
+	case o.Detach && o.Launcher == config.LauncherLocal:
+		return usagef("--detach needs --launcher slurm: a local matrix runs in this process")
+	}
+	return nil
 }

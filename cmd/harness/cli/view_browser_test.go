@@ -40,13 +40,13 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// smokeTasks are the two tasks of the pinned smoke set the browser test's
+// browserTasks are the two tasks of the pinned smoke set the browser test's
 // matrix runs: the smallest real matrix that still has a tool call in
 // every trial and a skill update that takes effect in its last iteration.
-var smokeTasks = []string{"csv-parser", "log-analysis"}
+var browserTasks = []string{"csv-parser", "log-analysis"}
 
 // offlineSmokeMatrix runs `harness matrix` offline with the real engine:
-// no_feedback and full_coevolution on smokeTasks for two iterations. The
+// no_feedback and full_coevolution on browserTasks for two iterations. The
 // Advisor reviews every proposal at once and the gate runs one trial per
 // side under no_regress, so the first iteration's executor-skill update
 // is committed and in effect in the second; it returns the matrix
@@ -61,7 +61,7 @@ func offlineSmokeMatrix(t *testing.T) string {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
-	r := runCLI(t, engineFactory(), "matrix", "--tasks", strings.Join(smokeTasks, ","), "--preset", "no_feedback,full_coevolution",
+	r := runCLI(t, engineFactory(), "matrix", "--tasks", strings.Join(browserTasks, ","), "--preset", "no_feedback,full_coevolution",
 		"--offline", "--iterations", "2", "--config-dir", cfgDir, "--out", out, "-j", "2")
 	if r.code != ExitOK {
 		t.Fatalf("offline smoke matrix: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.errOut)
@@ -124,8 +124,8 @@ func TestBrowserReadsAnOfflineSmokeMatrix(t *testing.T) {
 	checks := []struct{ what, got, want string }{
 		{"the comparison names the learning row", compare, learningRow},
 		{"the comparison names the baseline row", compare, "no_feedback"},
-		{"the per-task table lists the first task", tasks, smokeTasks[0]},
-		{"the per-task table lists the second task", tasks, smokeTasks[1]},
+		{"the per-task table lists the first task", tasks, browserTasks[0]},
+		{"the per-task table lists the second task", tasks, browserTasks[1]},
 		{"the per-task table's task", taskRow, want.task},
 		{"the task's mean reward in the learning row", taskRow, want.taskMean},
 		{"the curves' legend names the learning row", curves, learningRow},
@@ -179,7 +179,7 @@ func readSmokeMatrix(t *testing.T, matrix string) smokeExpectations {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := smokeExpectations{task: smokeTasks[0], taskIndex: slices.Index(smokeTasks, smokeTasks[0]), iteration: 2}
+	want := smokeExpectations{task: browserTasks[0], taskIndex: slices.Index(browserTasks, browserTasks[0]), iteration: 2}
 	var sum float64
 	var n int
 	for _, r := range rows {

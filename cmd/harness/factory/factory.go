@@ -14,6 +14,7 @@ import (
 	"github.com/mediated-coevo/harness/cmd/harness/cli"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor/docker"
+	"github.com/mediated-coevo/harness/harness/launch"
 	"github.com/mediated-coevo/harness/llm"
 )
 
@@ -27,6 +28,10 @@ func New() *cli.Factory {
 		Sandbox:   openSandbox,
 		Collector: openCollector,
 		Providers: llm.NewProvider,
+
+		// Slurm's own commands and this binary, for matrix --launcher slurm.
+		Scheduler:  launch.Exec{},
+		Executable: os.Executable,
 	}
 }
 

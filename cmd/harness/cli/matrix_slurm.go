@@ -1,0 +1,296 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mediated-coevo/harness/benchmarks"
+	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/launch"
+	"github.com/mediated-coevo/harness/harness/rundir"
+)
+
+// cancelGrace bounds how long an interrupted `matrix --launcher slurm`
+// waits for its cancelled elements to save their rows and leave the queue.
+const cancelGrace = 2 * time.Minute
+
+// runOnSlurm carries out a matrix plan as a Slurm job array: the matrix
+// directory is written here as for a local run, then every row not yet
+// completed becomes one array element running `harness matrix --resume DIR
+// --row NAME`. It waits for the array (unless --detach), showing what the
+// rows' directories say, and settles the matrix's status once it has ended.
+func (o *MatrixOptions) runOnSlurm(ctx context.Context, x *Execution) (err error) {
+	redact := x.Config.Redactor()
+	defer func() { err = redactError(redact, err) }()
+	if o.Scheduler == nil || o.Executable == nil {
+		return &ExitError{Code: ExitFailed, Err: errors.New("this build cannot submit to Slurm: run the matrix with --launcher local")}
+	}
+	if !x.Plan.Offline {
+		if err := x.Config.CheckAPIKeys(o.Getenv); err != nil {
+			return UsageError(err)
+		}
+	}
+	// Tasks are fetched once, here, into the cache the elements share; a
+	// missing one stops the matrix before anything is submitted.
+	if _, err := planTasks(ctx, o.Resolver, x.Plan, x.Config, false); err != nil {
+		if errors.As(err, new(*benchmarks.MissingTasksError)) {
+			return UsageError(err)
+		}
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
+	md, refused, err := harness.OpenMatrix(harness.ExecOptions{Plan: x.Plan, Args: x.Args, ForceResume: x.Force})
+	if err != nil {
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
+	if refused != nil {
+		return outcomeError(refused, redact.Writer(x.IO.Out), x.JSON)
+	}
+	defer md.Unlock()
+	dir, err := filepath.Abs(md.Path)
+	if err != nil {
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
+	sl := &launch.Slurm{Runner: o.Scheduler, Config: x.Config.Launcher}
+	rows := make([]string, len(x.Plan.Rows))
+	var run []int
+	for i, st := range launch.ReadRows(dir, rowNamesOf(x.Plan)) {
+		rows[i] = st.Row
+		if st.Status != rundir.StatusCompleted || st.Iterations < x.Plan.Iterations {
+			run = append(run, i)
+		}
+	}
+	if err := stillQueued(ctx, sl, dir); err != nil {
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
+	if len(run) == 0 {
+		return o.settle(ctx, sl, md, x, nil)
+	}
+	cmd, err := o.elementCommand(dir, x)
+	if err != nil {
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
+	job, err := sl.Submit(ctx, launch.SubmitOptions{Dir: dir, Command: cmd, Rows: rows, Run: run, Name: "harness-" + x.Plan.Name})
+	if err != nil && job.ID == "" {
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%w; nothing runs yet: once that is fixed, submit the matrix with harness matrix --resume %s --launcher slurm", err, dir)}
+	} else if err != nil {
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%w; follow it with squeue --jobs %s", err, job.ID)}
+	}
+	w := redact.Writer(x.IO.ErrOut)
+	fmt.Fprintf(w, "writing to %s\nsubmitted Slurm job array %s: %d of %d rows, one element each (the record: %s)\n",
+		dir, job.ID, len(run), len(rows), filepath.Join(dir, rundir.SlurmJobsFile))
+	if o.Detach {
+		if x.JSON {
+			enc := json.NewEncoder(x.IO.Out)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(struct {
+				Dir string     `json:"dir"`
+				Job launch.Job `json:"job"`
+			}{dir, job}); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(x.IO.Out, "%s\n", job.ID)
+		}
+		fmt.Fprintf(w, "follow it with `squeue --jobs %s` and `harness inspect %s`; once it has ended, `harness matrix --resume %s --launcher slurm` settles the matrix and runs what is unfinished\n",
+			job.ID, dir, dir)
+		return nil
+	}
+	if err := o.follow(ctx, sl, dir, job, x, w); err != nil {
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%w; the array may still be running: follow it with squeue --jobs %s, and once it has ended settle the matrix with harness matrix --resume %s --launcher slurm", err, job.ID, dir)}
+	}
+	return o.settle(context.WithoutCancel(ctx), sl, md, x, &job)
+}
+
+// stillQueued refuses to go on while an array submitted earlier for the
+// matrix still has elements in the queue: submitting their rows again
+// would run them twice.
+func stillQueued(ctx context.Context, sl *launch.Slurm, dir string) error {
+	jobs, err := launch.ReadJobs(dir)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		q, err := sl.Queue(ctx, j.ID)
+		if err != nil {
+			return err
+		}
+		if len(q) > 0 {
+			return fmt.Errorf("Slurm job %s of %s still has %d element(s) in the queue; wait until it has ended (squeue --jobs %s) or cancel it (scancel %s), then resume",
+				j.ID, dir, len(q), j.ID, j.ID)
+		}
+	}
+	return nil
+}
+
+func rowNamesOf(p *harness.Plan) []string {
+	out := make([]string, len(p.Rows))
+	for i, r := range p.Rows {
+		out[i] = r.Name
+	}
+	return out
+}
+
+// elementCommand is what every element runs, "--row NAME" aside: this
+// binary resuming the matrix with the choices of this command line that a
+// resume takes.
+func (o *MatrixOptions) elementCommand(dir string, x *Execution) ([]string, error) {
+	exe, err := o.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the harness binary for the Slurm elements: %w", err)
+	}
+	cmd := []string{exe, "matrix", "--resume", dir, "--iterations", strconv.Itoa(x.Plan.Iterations)}
+	if o.Jobs > 0 {
+		cmd = append(cmd, "--jobs", strconv.Itoa(o.Jobs))
+	}
+	if o.ConfigDir != "" {
+		abs, err := filepath.Abs(o.ConfigDir)
+		if err != nil {
+			return nil, err
+		}
+		cmd = append(cmd, "--config-dir", abs)
+	}
+	if o.BudgetUSD != nil {
+		cmd = append(cmd, "--budget-usd", strconv.FormatFloat(*o.BudgetUSD, 'g', -1, 64))
+	}
+	if o.BudgetTokens != nil {
+		cmd = append(cmd, "--budget-tokens", strconv.FormatInt(*o.BudgetTokens, 10))
+	}
+	if x.Force {
+		cmd = append(cmd, "--force")
+	}
+	if x.Verbose {
+		cmd = append(cmd, "--verbose")
+	}
+	return cmd, nil
+}
+
+// follow waits for the job array, showing each row's progress as its
+// directory says it. Interrupted, it cancels the array and waits a while
+// for the elements to save their rows. Its error says it lost the array.
+func (o *MatrixOptions) follow(ctx context.Context, sl *launch.Slurm, dir string, job launch.Job, x *Execution, w io.Writer) error {
+	show := &slurmProgress{w: w, rows: map[string]launch.RowState{}}
+	opts := launch.WaitOptions{Dir: dir, Job: job, Poll: x.Config.Launcher.PollInterval.Duration, Report: show.report}
+	err := sl.Wait(ctx, opts)
+	if ctx.Err() == nil {
+		return err
+	}
+	fmt.Fprintf(w, "interrupted: cancelling Slurm job %s\n", job.ID)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelGrace)
+	defer cancel()
+	if err := sl.Cancel(cctx, job.ID); err != nil {
+		fmt.Fprintf(w, "warning: %v; cancel it yourself with `scancel %s`\n", err, job.ID)
+		return nil
+	}
+	opts.Poll = time.Second
+	if err := sl.Wait(cctx, opts); err != nil {
+		fmt.Fprintf(w, "warning: the elements of Slurm job %s have not all ended: %v\n", job.ID, err)
+	}
+	return nil
+}
+
+// slurmProgress prints a line whenever a row's state or the array's queue
+// changes.
+type slurmProgress struct {
+	w     io.Writer
+	rows  map[string]launch.RowState
+	queue string
+}
+
+func (p *slurmProgress) report(pr launch.Progress) {
+	finished := 0
+	for _, r := range pr.Rows {
+		if r.Finished() {
+			finished++
+		}
+		if old, ok := p.rows[r.Row]; ok && old == r || !ok && r.Status == "" {
+			continue
+		}
+		p.rows[r.Row] = r
+		fmt.Fprintf(p.w, "row %s: %s, %d iterations done\n", r.Row, r.Status, r.Iterations)
+	}
+	counts := map[string]int{}
+	for _, q := range pr.Queue {
+		counts[strings.ToLower(q.State)]++
+	}
+	var parts []string
+	for state, n := range counts {
+		parts = append(parts, fmt.Sprintf("%d %s", n, state))
+	}
+	sort.Strings(parts)
+	line := fmt.Sprintf("Slurm job %s: %d of %d rows finished", pr.Job.ID, finished, len(pr.Rows))
+	if len(parts) > 0 {
+		line += "; elements " + strings.Join(parts, ", ")
+	}
+	if line != p.queue {
+		p.queue = line
+		fmt.Fprintln(p.w, line)
+	}
+}
+
+// settle reads how every row ended, explains each row the job left
+// unfinished with what Slurm or the element says, records the matrix's
+// status, and prints and maps the outcome as a local matrix does.
+func (o *MatrixOptions) settle(ctx context.Context, sl *launch.Slurm, md *rundir.Dir, x *Execution, job *launch.Job) error {
+	elems := map[string]launch.Element{}
+	if job != nil {
+		for _, e := range job.Elements {
+			elems[e.Row] = e
+		}
+	}
+	out := &harness.Outcome{Dir: md.Path, Status: rundir.StatusCompleted, Resumed: x.Plan.ResumeDir != ""}
+	for _, st := range launch.ReadRows(md.Path, rowNamesOf(x.Plan)) {
+		ro := harness.RowOutcome{Name: st.Row, Dir: md.RowPath(st.Row), Status: st.Status, Error: st.Error}
+		if !st.Finished() {
+			// Never started, or killed before it could say.
+			ro.Status = rundir.StatusInterrupted
+		}
+		if e, ok := elems[st.Row]; ok && ro.Status != rundir.StatusCompleted {
+			ro.Error = strings.TrimSpace(ro.Error + "; " + sl.Explain(ctx, md.Path, job.ID, e.Index))
+			ro.Error = strings.TrimPrefix(ro.Error, "; ")
+		}
+		ro.Result = harness.Result{Status: ro.Status, Iterations: st.Iterations}
+		if out.Err == nil && ro.Status != rundir.StatusCompleted {
+			out.Err = fmt.Errorf("row %s: %s", st.Row, cmpOr(ro.Error, string(ro.Status)))
+		}
+		out.Status = worseOf(out.Status, ro.Status)
+		out.Rows = append(out.Rows, ro)
+	}
+	_ = md.UpdateManifest(func(m *rundir.Manifest) {
+		m.Status, m.Error = out.Status, ""
+		if out.Err != nil {
+			m.Error = out.Err.Error()
+		}
+		m.MarkFinished()
+	})
+	err := outcomeError(out, x.Config.Redactor().Writer(x.IO.Out), x.JSON)
+	var ee *ExitError
+	if errors.As(err, &ee) && (ee.Code == ExitInterrupted || ee.Code == ExitBudget) {
+		ee.Err = fmt.Errorf("%w (add --launcher slurm to run the rest as a Slurm job array again)", ee.Err)
+	}
+	return err
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// worseOf orders how rows end as a local matrix does: interrupted, failed,
+// stopped by a budget, completed.
+func worseOf(a, b rundir.Status) rundir.Status {
+	rank := map[rundir.Status]int{rundir.StatusCompleted: 0, rundir.StatusBudgetExhausted: 1, rundir.StatusFailed: 2, rundir.StatusInterrupted: 3}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,271 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mediated-coevo/harness/benchmarks"
+	"github.com/mediated-coevo/harness/harness/inspect"
+	"github.com/mediated-coevo/harness/harness/launch"
+	"github.com/mediated-coevo/harness/harness/rundir"
+	"github.com/mediated-coevo/harness/internal/slurmtest"
+)
+
+// slurmRows are the rows of the Slurm tests' matrix: two presets by two
+// seeds, each one array element.
+// slurmSmokeTasks is the size of the smoke task set.
+var slurmSmokeTasks = len(benchmarks.SmokeIDs())
+
+var slurmRows = []string{"no_feedback-seed1", "no_feedback-seed2", "full_coevolution-seed1", "full_coevolution-seed2"}
+
+// slurmMatrixArgs is a small offline smoke matrix: 2 presets x 2 seeds x 6
+// tasks x 1 iteration.
+func slurmMatrixArgs(cfgDir, out string, extra ...string) []string {
+	return append([]string{"matrix", "--task-set", "smoke", "--preset", "no_feedback,full_coevolution",
+		"--seeds", "1,2", "--offline", "--iterations", "1", "--config-dir", cfgDir, "--out", out, "-j", "1"}, extra...)
+}
+
+// slurmFactory is engineFactory with Slurm's commands, whose elements run
+// this test binary as the harness.
+func slurmFactory(t *testing.T) *Factory {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapper := filepath.Join(t.TempDir(), "harness")
+	script := fmt.Sprintf("#!/bin/sh\n%s=1 exec '%s' \"$@\"\n", asHarnessEnv, self)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := engineFactory()
+	f.Scheduler = launch.Exec{}
+	f.Executable = func() (string, error) { return wrapper, nil }
+	return f
+}
+
+// slurmConfigDir polls the scheduler every half second and shares one
+// task cache between the local run, the submitter and the elements.
+func slurmConfigDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := fmt.Sprintf("[executor_runtime]\ntask_cache_dir = %q\n[launcher]\npoll_interval = \"500ms\"\n", t.TempDir())
+	if err := os.WriteFile(filepath.Join(dir, "default.toml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// elementOutputs is what the array elements of every matrix under out
+// wrote, for a failure message.
+func elementOutputs(out string) string {
+	var b strings.Builder
+	files, _ := filepath.Glob(filepath.Join(out, "*-matrix", rundir.SlurmDir, "*.out"))
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		if len(data) > 3000 {
+			data = data[len(data)-3000:]
+		}
+		fmt.Fprintf(&b, "== %s\n%s\n", filepath.Base(f), data)
+	}
+	return b.String()
+}
+
+func onlyMatrix(t *testing.T, out string) string {
+	t.Helper()
+	matrices, _ := filepath.Glob(filepath.Join(out, "*-matrix"))
+	if len(matrices) != 1 {
+		t.Fatalf("matrix directories in %s: %v", out, matrices)
+	}
+	return matrices[0]
+}
+
+// comparable is a metric row without what legitimately differs between
+// two runs of the same matrix: the run and matrix ids (and the trial ids,
+// which hold nothing else that differs) and the measured durations.
+func comparable(r rundir.MetricRow) rundir.MetricRow {
+	r.RunID, r.MatrixID = "", ""
+	r.BuildMS, r.AgentMS, r.VerifierMS, r.TrialMS = 0, 0, 0, 0
+	return r
+}
+
+func sortedMetrics(t *testing.T, dir string) []string {
+	t.Helper()
+	rows, err := rundir.ReadMetrics(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range rows {
+		b, err := json.Marshal(comparable(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(b))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A matrix launched on Slurm runs every (row, seed) as one element of a
+// job array, records the job, and writes the same dataset, row for row, as
+// the same matrix run locally; inspect --compare reads it.
+func TestMatrixOnSlurmMatchesLocal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Slurm cluster and runs containers")
+	}
+	dockerForTest(t)
+	slurmtest.Start(t)
+	cfgDir := slurmConfigDir(t)
+
+	localOut, slurmOut := t.TempDir(), t.TempDir()
+	if r := runCLI(t, engineFactory(), slurmMatrixArgs(cfgDir, localOut, "--launcher", "local")...); r.code != ExitOK {
+		t.Fatalf("local: exit %d\n%s\n%s", r.code, r.out, r.errOut)
+	}
+	r := runCLI(t, slurmFactory(t), slurmMatrixArgs(cfgDir, slurmOut, "--launcher", "slurm")...)
+	if r.code != ExitOK {
+		t.Fatalf("slurm: exit %d\n%s\n%s\nelements:\n%s", r.code, r.out, r.errOut, elementOutputs(slurmOut))
+	}
+	dir := onlyMatrix(t, slurmOut)
+
+	jobs, err := launch.ReadJobs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 || jobs[0].ID == "" {
+		t.Fatalf("recorded jobs: %+v, want one job array", jobs)
+	}
+	if got := jobs[0].Rows(); !slices.Equal(got, slurmRows) {
+		t.Errorf("array elements run rows %v, want %v", got, slurmRows)
+	}
+	for _, e := range jobs[0].Elements {
+		if _, err := os.Stat(filepath.Join(dir, rundir.SlurmOutput(jobs[0].ID, e.Index))); err != nil {
+			t.Errorf("element %d (%s) left no output: %v", e.Index, e.Row, err)
+		}
+	}
+	d, err := rundir.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := d.Manifest().Status; st != rundir.StatusCompleted {
+		t.Errorf("matrix status %s, want completed", st)
+	}
+
+	local, onSlurm := sortedMetrics(t, onlyMatrix(t, localOut)), sortedMetrics(t, dir)
+	if len(onSlurm) != len(slurmRows)*slurmSmokeTasks {
+		t.Errorf("%d metric rows on Slurm, want %d (4 rows x 6 tasks)", len(onSlurm), len(slurmRows)*slurmSmokeTasks)
+	}
+	if !slices.Equal(local, onSlurm) {
+		t.Errorf("the Slurm dataset differs from the local one:\nlocal:\n%s\nslurm:\n%s", strings.Join(local, "\n"), strings.Join(onSlurm, "\n"))
+	}
+
+	r = runCLI(t, nil, "inspect", dir, "--compare", "--json")
+	if r.code != ExitOK {
+		t.Fatalf("inspect --compare: exit %d: %s", r.code, r.errOut)
+	}
+	var cmp inspect.Comparison
+	if err := json.Unmarshal([]byte(r.out), &cmp); err != nil {
+		t.Fatal(err)
+	}
+	if len(cmp.Rows) == 0 {
+		t.Errorf("inspect --compare shows no rows: %s", r.out)
+	}
+}
+
+// Interrupting a matrix that runs on Slurm cancels its array and leaves it
+// resumable; the resume submits only the unfinished rows and completes the
+// matrix with every row's trials exactly once.
+func TestSlurmMatrixCancelThenResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Slurm cluster and runs containers")
+	}
+	dockerForTest(t)
+	slurmtest.Start(t)
+	cfgDir := slurmConfigDir(t)
+	out := t.TempDir()
+
+	// Interrupt as soon as a row has completed: the cluster runs two
+	// elements at once, so another is running and two are still waiting.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if matrices, _ := filepath.Glob(filepath.Join(out, "*-matrix")); len(matrices) == 1 {
+				for _, st := range launch.ReadRows(matrices[0], slurmRows) {
+					if st.Status == rundir.StatusCompleted {
+						cancel()
+						return
+					}
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	f := slurmFactory(t)
+	var stdout, stderr strings.Builder
+	f.IO = IOStreams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr}
+	if code := Run(ctx, f, slurmMatrixArgs(cfgDir, out, "--launcher", "slurm")); code != ExitInterrupted {
+		t.Fatalf("interrupted matrix: exit %d, want %d\n%s\n%s\nelements:\n%s", code, ExitInterrupted, stdout.String(), stderr.String(), elementOutputs(out))
+	}
+	t.Logf("interrupted matrix:\n%s%s", stdout.String(), stderr.String())
+	dir := onlyMatrix(t, out)
+	completed := map[string]bool{}
+	for _, st := range launch.ReadRows(dir, slurmRows) {
+		completed[st.Row] = st.Status == rundir.StatusCompleted
+	}
+	unfinished := len(slurmRows) - len(slices.DeleteFunc(slices.Collect(maps.Values(completed)), func(c bool) bool { return !c }))
+	if unfinished == 0 || unfinished == len(slurmRows) {
+		t.Fatalf("%d of %d rows unfinished after the interrupt, want some but not all\n%s", unfinished, len(slurmRows), stderr.String())
+	}
+
+	r := runCLI(t, slurmFactory(t), "matrix", "--resume", dir, "--launcher", "slurm")
+	if r.code != ExitOK {
+		t.Fatalf("resume: exit %d\n%s\n%s\nelements:\n%s", r.code, r.out, r.errOut, elementOutputs(out))
+	}
+	jobs, err := launch.ReadJobs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 2 {
+		t.Fatalf("recorded jobs: %+v, want the first array and the resume's", jobs)
+	}
+	if n := len(jobs[1].Elements); n != unfinished {
+		t.Errorf("the resume submitted %d rows (%v), want the %d unfinished", n, jobs[1].Rows(), unfinished)
+	}
+	for _, row := range jobs[1].Rows() {
+		if completed[row] {
+			t.Errorf("the resume submitted row %s, which had completed", row)
+		}
+	}
+	for _, st := range launch.ReadRows(dir, slurmRows) {
+		if st.Status != rundir.StatusCompleted || st.Iterations != 1 {
+			t.Errorf("row %s: %s with %d iterations, want completed with 1", st.Row, st.Status, st.Iterations)
+		}
+	}
+	rows, err := rundir.ReadMetrics(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, m := range rows {
+		seen[m.Row+" "+m.TaskID+" "+fmt.Sprint(m.Iteration)]++
+	}
+	for _, row := range slurmRows {
+		for _, task := range benchmarks.SmokeIDs() {
+			if n := seen[row+" "+task+" 1"]; n != 1 {
+				t.Errorf("row %s task %s: %d metric rows, want exactly 1", row, task, n)
+			}
+		}
+	}
+	if len(rows) != len(slurmRows)*slurmSmokeTasks {
+		t.Errorf("%d metric rows, want %d", len(rows), len(slurmRows)*slurmSmokeTasks)
+	}
+}

@@ -1,0 +1,174 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/harness/rundir"
+	"github.com/mediated-coevo/harness/internal/durable"
+)
+
+// Slurm submits and follows the job arrays of matrices.
+type Slurm struct {
+	Runner Runner
+	// Config holds the [launcher] settings every element is submitted with.
+	Config config.Launcher
+	Now    func() time.Time
+}
+
+// Job is one submitted job array, as recorded in rundir.SlurmJobsFile.
+type Job struct {
+	ID        string    `json:"job_id"`
+	Submitted time.Time `json:"submitted"`
+	// Script is the batch script, relative to the matrix directory.
+	Script   string    `json:"script"`
+	Elements []Element `json:"elements"`
+}
+
+// Element is one element of a job array: its index and the row it runs.
+type Element struct {
+	Index int    `json:"index"`
+	Row   string `json:"row"`
+}
+
+// Rows are the names of the job's rows, in index order.
+func (j Job) Rows() []string {
+	out := make([]string, len(j.Elements))
+	for i, e := range j.Elements {
+		out[i] = e.Row
+	}
+	return out
+}
+
+// SubmitOptions say what one job array runs.
+type SubmitOptions struct {
+	// Dir is the matrix directory; every node must see it at this path.
+	Dir string
+	// Command is how an element starts the harness on its row: the binary
+	// and its arguments, to which "--row NAME" is appended.
+	Command []string
+	// Rows are all the matrix's rows in plan order: an element's index is
+	// its row's position. Run lists the indices to submit.
+	Rows []string
+	Run  []int
+	// Name is the job's name in the queue.
+	Name string
+}
+
+// Submit writes the batch script into the matrix directory, submits it as
+// one job array of the rows o.Run names, and records the job.
+func (s *Slurm) Submit(ctx context.Context, o SubmitOptions) (Job, error) {
+	if len(o.Run) == 0 {
+		return Job{}, fmt.Errorf("submit %s: no rows to run", o.Dir)
+	}
+	jobs, err := ReadJobs(o.Dir)
+	if err != nil {
+		return Job{}, err
+	}
+	script := rundir.SlurmScript(len(jobs) + 1)
+	if err := os.MkdirAll(filepath.Join(o.Dir, rundir.SlurmDir), 0o755); err != nil {
+		return Job{}, fmt.Errorf("submit %s: %w", o.Dir, err)
+	}
+	if err := durable.WriteFile(filepath.Join(o.Dir, script), []byte(s.script(o)), 0o755); err != nil {
+		return Job{}, fmt.Errorf("write the batch script of %s: %w", o.Dir, err)
+	}
+	array := arraySpec(o.Run)
+	if s.Config.MaxRunning > 0 {
+		array += "%" + strconv.Itoa(s.Config.MaxRunning)
+	}
+	out, err := s.Runner.Run(ctx, "sbatch", "--parsable", "--array="+array, filepath.Join(o.Dir, script))
+	if err != nil {
+		return Job{}, fmt.Errorf("submit the rows of %s to Slurm: %w", o.Dir, err)
+	}
+	// --parsable prints "id" or "id;cluster".
+	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
+	if _, err := strconv.ParseUint(id, 10, 64); err != nil {
+		return Job{}, fmt.Errorf("submit the rows of %s to Slurm: sbatch printed %q, not a job id", o.Dir, strings.TrimSpace(string(out)))
+	}
+	job := Job{ID: id, Submitted: s.now().UTC(), Script: script}
+	for _, i := range o.Run {
+		job.Elements = append(job.Elements, Element{Index: i, Row: o.Rows[i]})
+	}
+	if err := appendJob(o.Dir, job); err != nil {
+		// The array runs anyway; say how to find it.
+		return job, fmt.Errorf("submitted Slurm job %s, but recording it failed: %w", id, err)
+	}
+	return job, nil
+}
+
+func (s *Slurm) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// script is the batch script: the #SBATCH lines of [launcher], its set-up
+// snippet, then the harness on the row of this element's index.
+func (s *Slurm) script(o SubmitOptions) string {
+	c := s.Config
+	var b strings.Builder
+	b.WriteString("#!/bin/bash\n")
+	opt := func(format string, args ...any) { fmt.Fprintf(&b, "#SBATCH "+format+"\n", args...) }
+	opt("--job-name=%s", o.Name)
+	opt("--output=%s", filepath.Join(o.Dir, rundir.SlurmOutputPattern))
+	if c.Partition != "" {
+		opt("--partition=%s", c.Partition)
+	}
+	if c.TimeLimit != "" {
+		opt("--time=%s", c.TimeLimit)
+	}
+	if c.CPUs > 0 {
+		opt("--cpus-per-task=%d", c.CPUs)
+	}
+	if c.Memory != "" {
+		opt("--mem=%s", c.Memory)
+	}
+	for _, line := range c.Sbatch {
+		opt("%s", line)
+	}
+	fmt.Fprintf(&b, "# Written by harness matrix: element i runs row rows[i] of %s.\nset -e\n", o.Dir)
+	if setup := strings.TrimSpace(c.Setup); setup != "" {
+		b.WriteString(setup + "\n")
+	}
+	quoted := make([]string, len(o.Rows))
+	for i, r := range o.Rows {
+		quoted[i] = shellQuote(r)
+	}
+	fmt.Fprintf(&b, "rows=(%s)\n", strings.Join(quoted, " "))
+	args := make([]string, len(o.Command))
+	for i, a := range o.Command {
+		args[i] = shellQuote(a)
+	}
+	fmt.Fprintf(&b, "exec %s --row \"${rows[$SLURM_ARRAY_TASK_ID]}\"\n", strings.Join(args, " "))
+	return b.String()
+}
+
+// arraySpec is sbatch --array for the indices: "0,2,3".
+func arraySpec(idx []int) string {
+	s := slices.Sorted(slices.Values(idx))
+	parts := make([]string, len(s))
+	for i, v := range s {
+		parts[i] = strconv.Itoa(v)
+	}
+	return strings.Join(parts, ",")
+}
+
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Cancel cancels every element of the job array that has not ended.
+func (s *Slurm) Cancel(ctx context.Context, jobID string) error {
+	if _, err := s.Runner.Run(ctx, "scancel", jobID); err != nil {
+		return fmt.Errorf("cancel Slurm job %s: %w", jobID, err)
+	}
+	return nil
+}
