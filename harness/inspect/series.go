@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/mediated-coevo/harness/harness/rundir"
+	"github.com/mediated-coevo/harness/harness/stats"
 )
 
 // RowSeries is one row of a run or matrix over its training iterations,
@@ -23,20 +24,21 @@ type RowSeries struct {
 // IterationSeries is one iteration of a row.
 type IterationSeries struct {
 	Iteration int `json:"iteration"`
-	// PerTask holds the scored rewards of each task in this iteration
-	// (several when seeds or students are pooled); environment failures
-	// are not in it.
-	PerTask     map[string][]float64 `json:"per_task"`
-	Trials      int                  `json:"trials"`
-	EnvFailures int                  `json:"env_failures"`
+	// Tasks counts, for each task scored in this iteration (in task id
+	// order), its scored rewards by value (several when seeds or students
+	// are pooled): all the curve's mean and interval need, in a few bytes
+	// per task. Environment failures are not in it.
+	Tasks       []stats.Rewards `json:"-"`
+	Trials      int             `json:"trials"`
+	EnvFailures int             `json:"env_failures"`
 	// NewSkillUpdates counts the distinct skill updates (by run and
 	// provenance id) first seen in this iteration, summed over runs.
 	NewSkillUpdates int `json:"new_skill_updates"`
 }
 
 // Series reads every metric row under dir (a run or a matrix) into one
-// RowSeries per row, in the order Compare uses. Memory grows with the
-// scored rewards (one float each), never with whole rows.
+// RowSeries per row, in the order Compare uses. Memory grows with rows x
+// iterations x tasks (a count per cell), never with trials or whole rows.
 func Series(dir string) ([]RowSeries, error) {
 	m, err := readManifest(dir)
 	if err != nil {
@@ -48,20 +50,21 @@ func Series(dir string) ([]RowSeries, error) {
 	}
 	type rowState struct {
 		agg     *rowAgg // for ordering (seeds, runs) only
-		iters   map[int]*IterationSeries
+		iters   map[int]*iterCells
 		spend   [len(roles)]RoleSpend
 		updates map[[2]string]int // (run, provenance id) -> first iteration
 	}
 	rows := map[string]*rowState{}
 	aggs := map[string]*rowAgg{}
 	names := rowNamer{}
+	tasks := taskIndex{}
 	err = scanFiles(files, fullScan, func(batch []record) error {
 		for i := range batch {
 			c := &batch[i]
 			name := names.name(c.Row, c.Seed)
 			st := rows[name]
 			if st == nil {
-				st = &rowState{agg: newRowAgg(name), iters: map[int]*IterationSeries{}, updates: map[[2]string]int{}}
+				st = &rowState{agg: newRowAgg(name), iters: map[int]*iterCells{}, updates: map[[2]string]int{}}
 				rows[name], aggs[name] = st, st.agg
 			}
 			st.agg.seed(c.Seed)
@@ -74,12 +77,12 @@ func Series(dir string) ([]RowSeries, error) {
 			}
 			it := st.iters[int(c.Iteration)]
 			if it == nil {
-				it = &IterationSeries{Iteration: int(c.Iteration), PerTask: map[string][]float64{}}
+				it = &iterCells{IterationSeries: IterationSeries{Iteration: int(c.Iteration)}}
 				st.iters[int(c.Iteration)] = it
 			}
 			it.Trials++
 			if r, ok := c.scoredReward(); ok {
-				it.PerTask[c.TaskID] = append(it.PerTask[c.TaskID], r)
+				it.add(tasks.of(c.TaskID), r)
 			} else if c.EnvFailure {
 				it.EnvFailures++
 			}
@@ -95,6 +98,7 @@ func Series(dir string) ([]RowSeries, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read series of %s: %w", dir, err)
 	}
+	order := tasks.order()
 	var out []RowSeries
 	for _, a := range orderRows(aggs, m.Rows) {
 		st := rows[a.name]
@@ -108,13 +112,63 @@ func Series(dir string) ([]RowSeries, error) {
 			rs.Spend[i].Role = roles[i]
 		}
 		for _, it := range st.iters {
-			for _, r := range it.PerTask {
-				slices.Sort(r)
-			}
-			rs.Iterations = append(rs.Iterations, *it)
+			rs.Iterations = append(rs.Iterations, it.series(order))
 		}
 		sort.Slice(rs.Iterations, func(i, j int) bool { return rs.Iterations[i].Iteration < rs.Iterations[j].Iteration })
 		out = append(out, rs)
 	}
 	return out, nil
+}
+
+// taskIndex numbers task ids as a scan meets them, so per-task cells can
+// live in slices rather than maps.
+type taskIndex map[string]int
+
+func (x taskIndex) of(task string) int {
+	i, ok := x[task]
+	if !ok {
+		i = len(x)
+		x[task] = i
+	}
+	return i
+}
+
+// order lists the task indexes in task id order.
+func (x taskIndex) order() []int {
+	ids := make([]string, 0, len(x))
+	for id := range x {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = x[id]
+	}
+	return out
+}
+
+// iterCells is an iteration of a row while the scan runs: a reward count
+// per task index.
+type iterCells struct {
+	IterationSeries
+	cells []stats.Rewards
+}
+
+func (it *iterCells) add(task int, r float64) {
+	if task >= len(it.cells) {
+		it.cells = append(it.cells, make([]stats.Rewards, task+1-len(it.cells))...)
+	}
+	it.cells[task].Add(r)
+}
+
+// series is the finished iteration: the scored tasks' counts in task id
+// order.
+func (it *iterCells) series(order []int) IterationSeries {
+	out := it.IterationSeries
+	for _, i := range order {
+		if i < len(it.cells) && it.cells[i].N() > 0 {
+			out.Tasks = append(out.Tasks, it.cells[i])
+		}
+	}
+	return out
 }

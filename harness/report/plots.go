@@ -166,12 +166,12 @@ func rewardPlot(ctx context.Context, series []inspect.RowSeries) (figure, error)
 		}
 		var line, lo, hi plotter.XYs
 		for _, it := range rs.Iterations {
-			if len(it.PerTask) == 0 {
+			if len(it.Tasks) == 0 {
 				continue
 			}
 			x := float64(it.Iteration)
-			m := stats.MacroMean(it.PerTask)
-			l, h := stats.BootstrapMacroCI(it.PerTask, bandResamples, bandLevel, bandSeed)
+			m := stats.MacroMeanOf(it.Tasks)
+			l, h := stats.BootstrapMacroCIOf(it.Tasks, bandResamples, bandLevel, bandSeed)
 			if math.IsNaN(m) || math.IsNaN(l) || math.IsNaN(h) {
 				continue
 			}
