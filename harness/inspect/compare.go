@@ -242,15 +242,16 @@ type rowAgg struct {
 	runs                           map[string]bool
 	offline                        bool
 	maxIter                        int
-	perTask                        map[string][]float64 // scored training rewards, seeds pooled
-	attempts                       map[string]int       // training trials per task, scored or not
-	tasks                          map[string]bool      // tasks scored in any phase
+	perTask                        map[string]*stats.Rewards // scored training rewards, seeds pooled
+	lastN                          int                       // the last-N estimand's N, which bounds what seeds keep
+	attempts                       map[string]int            // training trials per task, scored or not
+	tasks                          map[string]bool           // tasks scored in any phase
 	trials, scored, env, unscored  int
 	otherPhase                     map[string]int // rows of a phase neither train nor eval
 }
 
 func newRowAgg(name string) *rowAgg {
-	return &rowAgg{name: name, seeds: map[int64]*seedAgg{}, runs: map[string]bool{}, perTask: map[string][]float64{},
+	return &rowAgg{name: name, seeds: map[int64]*seedAgg{}, runs: map[string]bool{}, perTask: map[string]*stats.Rewards{},
 		attempts: map[string]int{}, tasks: map[string]bool{}, otherPhase: map[string]int{}}
 }
 
@@ -258,7 +259,7 @@ func newRowAgg(name string) *rowAgg {
 func (a *rowAgg) seed(s int64) *seedAgg {
 	sa := a.seeds[s]
 	if sa == nil {
-		sa = &seedAgg{train: map[string][]trialReward{}, eval: map[int32]map[string][]float64{}}
+		sa = &seedAgg{train: map[string]*taskTrain{}, eval: map[int32]map[string]*stats.Rewards{}, lastN: int32(max(a.lastN, 1))}
 		a.seeds[s] = sa
 	}
 	return sa
@@ -290,7 +291,7 @@ func (a *rowAgg) add(c *record) {
 		a.attempts[c.TaskID]++
 		sa.addTrain(c.Iteration, c.TaskID, r, ok)
 		if ok {
-			a.perTask[c.TaskID] = append(a.perTask[c.TaskID], r)
+			rewardsOf(a.perTask, c.TaskID).Add(r)
 		}
 	default:
 		a.otherPhase[c.Phase]++
@@ -325,6 +326,7 @@ func Compare(dir string, opts CompareOptions) (*Comparison, error) {
 			a := rows[name]
 			if a == nil {
 				a = newRowAgg(name)
+				a.lastN = opts.LastN
 				rows[name] = a
 			}
 			a.add(c)
@@ -486,7 +488,7 @@ func newPassKScope(rows []*rowAgg, k int) *passKScope {
 	}
 	slices.Sort(s.all)
 	for _, t := range s.all {
-		if !slices.ContainsFunc(rows, func(a *rowAgg) bool { return len(a.perTask[t]) < k }) {
+		if !slices.ContainsFunc(rows, func(a *rowAgg) bool { return scoredTrials(a.perTask[t]) < k }) {
 			s.tasks = append(s.tasks, t)
 		}
 	}
@@ -503,7 +505,7 @@ func plural(n int, noun string) string {
 func anyTaskScoredTwice(rows []*rowAgg) bool {
 	for _, a := range rows {
 		for _, rs := range a.perTask {
-			if len(rs) >= 2 {
+			if rs.N() >= 2 {
 				return true
 			}
 		}
@@ -638,7 +640,7 @@ func summarizeRow(a *rowAgg, scope *passKScope) RowComparison {
 func passK(rc *RowComparison, a *rowAgg, scope *passKScope) {
 	k := scope.k
 	for _, t := range scope.all {
-		if len(a.perTask[t]) < k {
+		if scoredTrials(a.perTask[t]) < k {
 			rc.PassKShort++
 		}
 	}
@@ -653,14 +655,9 @@ func passK(rc *RowComparison, a *rowAgg, scope *passKScope) {
 	var at, hat float64
 	for _, t := range scope.tasks {
 		rs := a.perTask[t]
-		c := 0
-		for _, r := range rs {
-			if r >= Success {
-				c++
-			}
-		}
-		at += stats.PassAtK(len(rs), c, k)
-		hat += stats.PassHatK(len(rs), c, k)
+		n, c := rs.N(), rs.AtLeast(Success)
+		at += stats.PassAtK(n, c, k)
+		hat += stats.PassHatK(n, c, k)
 	}
 	n := float64(len(scope.tasks))
 	rc.PassAtK, rc.PassHatK = float(at/n), float(hat/n)
@@ -734,4 +731,22 @@ func (n rowNamer) name(row string, seed int64) string {
 	}
 	n[key] = name
 	return name
+}
+
+// rewardsOf returns the counts kept for task, creating them.
+func rewardsOf(m map[string]*stats.Rewards, task string) *stats.Rewards {
+	r := m[task]
+	if r == nil {
+		r = &stats.Rewards{}
+		m[task] = r
+	}
+	return r
+}
+
+// scoredTrials is how many rewards r counts; 0 for none kept.
+func scoredTrials(r *stats.Rewards) int {
+	if r == nil {
+		return 0
+	}
+	return r.N()
 }
