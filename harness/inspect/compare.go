@@ -317,26 +317,70 @@ func Compare(dir string, opts CompareOptions) (*Comparison, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows := map[string]*rowAgg{}
-	names := rowNamer{}
-	err = scanFiles(files, compareScan, func(batch []record) error {
+	ca := newCompareAgg(opts)
+	if err := scanFiles(files, compareScan, ca.addBatch); err != nil {
+		return nil, fmt.Errorf("compare %s: %w", dir, err)
+	}
+	return compareRows(m, dir, ca.rows, opts)
+}
+
+// CompareAndSeries is Compare and Series of dir from one pass over its
+// metric files: what `harness report` shows, for the price of one scan.
+func CompareAndSeries(dir string, opts CompareOptions) (*Comparison, []RowSeries, error) {
+	opts = opts.withDefaults()
+	m, err := readManifest(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	files, err := metricFiles(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	ca, sa := newCompareAgg(opts), newSeriesAgg()
+	err = scanFiles(files, fullScan, func(batch []record) error {
 		for i := range batch {
-			c := &batch[i]
-			name := names.name(c.Row, c.Seed)
-			a := rows[name]
-			if a == nil {
-				a = newRowAgg(name)
-				a.lastN = opts.LastN
-				rows[name] = a
-			}
-			a.add(c)
+			ca.add(&batch[i])
+			sa.add(&batch[i])
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("compare %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("read metrics of %s: %w", dir, err)
 	}
-	return compareRows(m, dir, rows, opts)
+	cmp, err := compareRows(m, dir, ca.rows, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cmp, sa.finish(m), nil
+}
+
+// compareAgg accumulates the compared rows while the metrics stream by.
+type compareAgg struct {
+	rows  map[string]*rowAgg
+	names rowNamer
+	lastN int
+}
+
+func newCompareAgg(opts CompareOptions) *compareAgg {
+	return &compareAgg{rows: map[string]*rowAgg{}, names: rowNamer{}, lastN: opts.LastN}
+}
+
+func (ca *compareAgg) addBatch(batch []record) error {
+	for i := range batch {
+		ca.add(&batch[i])
+	}
+	return nil
+}
+
+func (ca *compareAgg) add(c *record) {
+	name := ca.names.name(c.Row, c.Seed)
+	a := ca.rows[name]
+	if a == nil {
+		a = newRowAgg(name)
+		a.lastN = ca.lastN
+		ca.rows[name] = a
+	}
+	a.add(c)
 }
 
 func compareRows(m rundir.Manifest, dir string, rows map[string]*rowAgg, opts CompareOptions) (*Comparison, error) {

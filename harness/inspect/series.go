@@ -48,60 +48,80 @@ func Series(dir string) ([]RowSeries, error) {
 	if err != nil {
 		return nil, err
 	}
-	type rowState struct {
-		agg     *rowAgg // for ordering (seeds, runs) only
-		iters   map[int]*iterCells
-		spend   [len(roles)]RoleSpend
-		updates map[[2]string]int // (run, provenance id) -> first iteration
-	}
-	rows := map[string]*rowState{}
-	aggs := map[string]*rowAgg{}
-	names := rowNamer{}
-	tasks := taskIndex{}
-	err = scanFiles(files, fullScan, func(batch []record) error {
-		for i := range batch {
-			c := &batch[i]
-			name := names.name(c.Row, c.Seed)
-			st := rows[name]
-			if st == nil {
-				st = &rowState{agg: newRowAgg(name), iters: map[int]*iterCells{}, updates: map[[2]string]int{}}
-				rows[name], aggs[name] = st, st.agg
-			}
-			st.agg.seed(c.Seed)
-			st.agg.runs[c.RunID] = true
-			addSpend(&st.spend, c)
-			// The series is the learning curve: evaluation rows of frozen
-			// checkpoints spend, but are no iteration of it.
-			if rundir.Phase(c.Phase) == rundir.PhaseEval {
-				continue
-			}
-			it := st.iters[int(c.Iteration)]
-			if it == nil {
-				it = &iterCells{IterationSeries: IterationSeries{Iteration: int(c.Iteration)}}
-				st.iters[int(c.Iteration)] = it
-			}
-			it.Trials++
-			if r, ok := c.scoredReward(); ok {
-				it.add(tasks.of(c.TaskID), r)
-			} else if c.EnvFailure {
-				it.EnvFailures++
-			}
-			for _, u := range c.Updates {
-				key := [2]string{c.RunID, u.ProvenanceID}
-				if first, ok := st.updates[key]; !ok || int(c.Iteration) < first {
-					st.updates[key] = int(c.Iteration)
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	sa := newSeriesAgg()
+	if err := scanFiles(files, fullScan, sa.addBatch); err != nil {
 		return nil, fmt.Errorf("read series of %s: %w", dir, err)
 	}
-	order := tasks.order()
+	return sa.finish(m), nil
+}
+
+// seriesAgg accumulates the series of every row while the metrics stream
+// by.
+type seriesAgg struct {
+	rows  map[string]*seriesRow
+	aggs  map[string]*rowAgg
+	names rowNamer
+	tasks taskIndex
+}
+
+type seriesRow struct {
+	agg     *rowAgg // for ordering (seeds, runs) only
+	iters   map[int]*iterCells
+	spend   [len(roles)]RoleSpend
+	updates map[[2]string]int // (run, provenance id) -> first iteration
+}
+
+func newSeriesAgg() *seriesAgg {
+	return &seriesAgg{rows: map[string]*seriesRow{}, aggs: map[string]*rowAgg{}, names: rowNamer{}, tasks: taskIndex{}}
+}
+
+func (sa *seriesAgg) addBatch(batch []record) error {
+	for i := range batch {
+		sa.add(&batch[i])
+	}
+	return nil
+}
+
+func (sa *seriesAgg) add(c *record) {
+	name := sa.names.name(c.Row, c.Seed)
+	st := sa.rows[name]
+	if st == nil {
+		st = &seriesRow{agg: newRowAgg(name), iters: map[int]*iterCells{}, updates: map[[2]string]int{}}
+		sa.rows[name], sa.aggs[name] = st, st.agg
+	}
+	st.agg.seed(c.Seed)
+	st.agg.runs[c.RunID] = true
+	addSpend(&st.spend, c)
+	// The series is the learning curve: evaluation rows of frozen
+	// checkpoints spend, but are no iteration of it.
+	if rundir.Phase(c.Phase) == rundir.PhaseEval {
+		return
+	}
+	it := st.iters[int(c.Iteration)]
+	if it == nil {
+		// Sized for the tasks seen so far: most iterations run them all.
+		it = &iterCells{IterationSeries: IterationSeries{Iteration: int(c.Iteration)}, cells: make([]stats.Rewards, 0, len(sa.tasks))}
+		st.iters[int(c.Iteration)] = it
+	}
+	it.Trials++
+	if r, ok := c.scoredReward(); ok {
+		it.add(sa.tasks.of(c.TaskID), r)
+	} else if c.EnvFailure {
+		it.EnvFailures++
+	}
+	for _, u := range c.Updates {
+		key := [2]string{c.RunID, u.ProvenanceID}
+		if first, ok := st.updates[key]; !ok || int(c.Iteration) < first {
+			st.updates[key] = int(c.Iteration)
+		}
+	}
+}
+
+func (sa *seriesAgg) finish(m rundir.Manifest) []RowSeries {
+	order := sa.tasks.order()
 	var out []RowSeries
-	for _, a := range orderRows(aggs, m.Rows) {
-		st := rows[a.name]
+	for _, a := range orderRows(sa.aggs, m.Rows) {
+		st := sa.rows[a.name]
 		for _, first := range st.updates {
 			if it := st.iters[first]; it != nil {
 				it.NewSkillUpdates++
@@ -111,13 +131,16 @@ func Series(dir string) ([]RowSeries, error) {
 		for i := range rs.Spend {
 			rs.Spend[i].Role = roles[i]
 		}
+		var scratch []stats.Rewards
 		for _, it := range st.iters {
-			rs.Iterations = append(rs.Iterations, it.series(order))
+			var is IterationSeries
+			is, scratch = it.series(order, scratch)
+			rs.Iterations = append(rs.Iterations, is)
 		}
 		sort.Slice(rs.Iterations, func(i, j int) bool { return rs.Iterations[i].Iteration < rs.Iterations[j].Iteration })
 		out = append(out, rs)
 	}
-	return out, nil
+	return out
 }
 
 // taskIndex numbers task ids as a scan meets them, so per-task cells can
@@ -156,19 +179,24 @@ type iterCells struct {
 
 func (it *iterCells) add(task int, r float64) {
 	if task >= len(it.cells) {
-		it.cells = append(it.cells, make([]stats.Rewards, task+1-len(it.cells))...)
+		it.cells = slices.Grow(it.cells, task+1-len(it.cells))[:task+1]
 	}
 	it.cells[task].Add(r)
 }
 
 // series is the finished iteration: the scored tasks' counts in task id
-// order.
-func (it *iterCells) series(order []int) IterationSeries {
+// order, rearranged within the cells' own array (through scratch, which
+// it returns for the next iteration), so finishing a large matrix does
+// not hold every count twice.
+func (it *iterCells) series(order []int, scratch []stats.Rewards) (IterationSeries, []stats.Rewards) {
 	out := it.IterationSeries
+	scratch = scratch[:0]
 	for _, i := range order {
 		if i < len(it.cells) && it.cells[i].N() > 0 {
-			out.Tasks = append(out.Tasks, it.cells[i])
+			scratch = append(scratch, it.cells[i])
 		}
 	}
-	return out
+	out.Tasks = it.cells[:copy(it.cells, scratch)]
+	it.cells = nil
+	return out, scratch
 }

@@ -100,3 +100,30 @@ func TestSeriesOrdersTasksByID(t *testing.T) {
 		t.Errorf("tasks = %v, want %v (a, b, c)", got, want)
 	}
 }
+
+// One pass gives what Compare and Series give apart.
+func TestCompareAndSeriesAgreesWithEachApart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "m-matrix")
+	nf := rowsOf("nf", "no_feedback", "no_feedback", "none", 1, scored(1, "a", 0), scored(1, "b", 1), scored(2, "a", 1), scored(2, "b", 0.5))
+	lm := rowsOf("lm", "learned", "learned_mediator", "all", 1, scored(1, "a", 1), scored(1, "b", 1), scored(2, "a", 1), scored(2, "b", 0))
+	lm[0].SkillUpdates = []rundir.SkillUpdate{{Role: "executor", ProvenanceID: "executor/b-1"}}
+	writeMatrix(t, dir, []string{"no_feedback", "learned"}, map[string][]rundir.MetricRow{"no_feedback": nf, "learned": lm})
+	cmp, series, err := CompareAndSeries(dir, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCmp, err := Compare(dir, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSeries, err := Series(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cmp, wantCmp) {
+		t.Errorf("comparison differs:\n%+v\nwant\n%+v", cmp, wantCmp)
+	}
+	if !reflect.DeepEqual(series, wantSeries) {
+		t.Errorf("series differ:\n%+v\nwant\n%+v", series, wantSeries)
+	}
+}
