@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/mediated-coevo/harness/harness/rundir"
 )
@@ -200,7 +202,7 @@ func metricFiles(dir string) ([]string, error) {
 // decodes every column of every row, which made a 100k-row matrix take
 // seconds instead of a fraction of one.
 func scanFiles(files []string, opts scanOptions, fn func([]record) error) error {
-	s := &scanner{opts: opts, batch: make([]record, 0, batchRows), in: interner{}, fn: fn}
+	s := &scanner{opts: opts, batch: make([]record, 0, batchRows), in: interner{}, fn: fn, plans: map[string]filePlan{}}
 	for _, path := range files {
 		if err := s.file(path); err != nil {
 			return err
@@ -215,6 +217,26 @@ type scanner struct {
 	in      interner
 	fn      func([]record) error
 	cursors []*cursor // reused across row groups: their buffers are the bulk of a scan's allocations
+	plans   map[string]filePlan
+	key     []byte
+}
+
+// schemaKey appends to dst what decides a file's plan: each schema
+// element's name, type, repetition and number of children, in order.
+func schemaKey(dst []byte, elems []format.SchemaElement) []byte {
+	for _, e := range elems {
+		dst = append(dst, e.Name...)
+		dst = append(dst, 0, byte(e.Type.V), flag(e.Type.Valid), byte(e.RepetitionType.V), flag(e.RepetitionType.Valid))
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(e.NumChildren.V))
+	}
+	return dst
+}
+
+func flag(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // cursor returns the i-th reusable cursor, set to walk chunk.
@@ -256,9 +278,16 @@ func (s *scanner) file(path string) (err error) {
 			err = fmt.Errorf("read metrics file %s: damaged data: %v", path, p)
 		}
 	}()
-	plan, err := s.plan(pf.Schema())
-	if err != nil {
-		return fmt.Errorf("read metrics file %s: %w", path, err)
+	// Parts written by one harness share their schema: the plan is made
+	// once per distinct schema, not once per file.
+	s.key = schemaKey(s.key[:0], pf.Metadata().Schema)
+	plan, ok := s.plans[string(s.key)]
+	if !ok {
+		plan, err = s.plan(pf.Schema())
+		if err != nil {
+			return fmt.Errorf("read metrics file %s: %w", path, err)
+		}
+		s.plans[string(s.key)] = plan
 	}
 	for _, rg := range pf.RowGroups() {
 		if err := s.rowGroup(rg, plan); err != nil {

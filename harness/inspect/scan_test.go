@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -167,5 +168,41 @@ func TestScanRejectsAForeignSchema(t *testing.T) {
 	err := scanFiles([]string{path}, compareScan, func([]record) error { return nil })
 	if err == nil || !containsSubstring([]string{err.Error()}, "column reward holds BYTE_ARRAY values, want DOUBLE") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// Parts of different schemas in one scan (an older harness wrote fewer
+// columns, in another order) each get their own plan: the plan made for
+// one schema is never applied to the other.
+func TestScanPlansEachSchema(t *testing.T) {
+	type older struct {
+		Reward *float64 `parquet:"reward,optional"`
+		TaskID string   `parquet:"task_id"`
+	}
+	dir := t.TempDir()
+	one := 1.0
+	paths := []string{filepath.Join(dir, "part-00001.parquet"), filepath.Join(dir, "part-00002.parquet"), filepath.Join(dir, "part-00003.parquet")}
+	if err := parquet.WriteFile(paths[0], []older{{&one, "old"}}); err != nil {
+		t.Fatal(err)
+	}
+	cur := rundir.MetricRow{TaskID: "new", Row: "r", Iteration: 2, Status: "scored"}
+	if err := rundir.WriteMetricsPart(dir, 2, []rundir.MetricRow{cur}); err != nil {
+		t.Fatal(err)
+	}
+	if err := parquet.WriteFile(paths[2], []older{{nil, "old2"}}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err := scanFiles(paths, compareScan, func(batch []record) error {
+		for _, r := range batch {
+			got = append(got, fmt.Sprintf("%s/%s/%d/%v", r.TaskID, r.Row, r.Iteration, r.HasReward))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"old//0/true", "new/r/2/false", "old2//0/false"}; !slices.Equal(got, want) {
+		t.Errorf("rows = %v, want %v", got, want)
 	}
 }
