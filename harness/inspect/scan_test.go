@@ -1,11 +1,13 @@
 package inspect
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -204,5 +206,70 @@ func TestScanPlansEachSchema(t *testing.T) {
 	}
 	if want := []string{"old//0/true", "new/r/2/false", "old2//0/false"}; !slices.Equal(got, want) {
 		t.Errorf("rows = %v, want %v", got, want)
+	}
+}
+
+// Files decoded on several goroutines reach fn as they do from one: the
+// same rows in file order; the first damaged file's error ends the scan,
+// and so does fn's.
+func TestScanParallelKeepsFileOrder(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string
+	for it := 1; it <= 12; it++ {
+		rows := make([]rundir.MetricRow, 1+it%4*700) // some parts span several batches
+		for i := range rows {
+			rows[i] = rundir.MetricRow{TaskID: fmt.Sprintf("t%d-%d", it, i), Iteration: int32(it)}
+		}
+		if err := rundir.WriteMetricsPart(dir, it, rows); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, filepath.Join(dir, rundir.MetricsPartName(it)))
+	}
+	collect := func(scan func(fn func([]record) error) error) ([]string, error) {
+		var got []string
+		err := scan(func(b []record) error {
+			for _, r := range b {
+				got = append(got, r.TaskID)
+			}
+			return nil
+		})
+		return got, err
+	}
+	want, err := collect(func(fn func([]record) error) error {
+		s := newScanner(compareScan, fn)
+		for _, p := range paths {
+			if err := s.file(p); err != nil {
+				return err
+			}
+		}
+		return s.flush()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := collect(func(fn func([]record) error) error { return scanParallel(paths, compareScan, fn, 3) })
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("parallel scan gave %d rows (err %v), want the %d of the sequential one in order", len(got), err, len(want))
+	}
+
+	damaged := filepath.Join(dir, "part-damaged.parquet")
+	if err := os.WriteFile(damaged, []byte("not parquet"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withDamage := append(append(slices.Clone(paths[:5]), damaged), paths[5:]...)
+	if _, err := collect(func(fn func([]record) error) error { return scanParallel(withDamage, compareScan, fn, 3) }); err == nil ||
+		!strings.Contains(err.Error(), "part-damaged.parquet") {
+		t.Errorf("damaged file: err = %v, want it named", err)
+	}
+	stop := errors.New("enough")
+	n := 0
+	err = scanParallel(paths, compareScan, func([]record) error {
+		if n++; n == 3 {
+			return stop
+		}
+		return nil
+	}, 3)
+	if !errors.Is(err, stop) {
+		t.Errorf("fn's error: got %v", err)
 	}
 }
