@@ -1,3 +1,8 @@
+// A module of its own so that the harness does not depend on DuckDB: a
+// generator of large synthetic matrices and a DuckDB program that answers
+// the same aggregate, for .ci/bench-readers. duckdb-go stays at v2.10506.0
+// (DuckDB 1.5.6): the native library module of later versions is not
+// served by the Go module proxy.
 module github.com/mediated-coevo/harness/ci/duckdb
 
 go 1.26.8
