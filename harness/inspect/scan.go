@@ -246,6 +246,7 @@ func scanParallel(files []string, opts scanOptions, fn func([]record) error, wor
 		parts[i] = make(chan scanPart, 2)
 	}
 	ahead := make(chan struct{}, 2*workers)
+	free := make(chan []record, 4*workers) // batches fn is done with, for reuse
 	next := make(chan int)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -254,7 +255,7 @@ func scanParallel(files []string, opts scanOptions, fn func([]record) error, wor
 		go func() {
 			defer wg.Done()
 			s := newScanner(opts, nil)
-			s.fresh = true
+			s.fresh, s.free = true, free
 			for i := range next {
 				s.fn = func(b []record) error {
 					select {
@@ -293,7 +294,7 @@ func scanParallel(files []string, opts scanOptions, fn func([]record) error, wor
 			}
 		}
 	}()
-	err := drainParts(parts, ahead, fn)
+	err := drainParts(parts, ahead, free, fn)
 	close(done)
 	wg.Wait()
 	return err
@@ -302,7 +303,7 @@ func scanParallel(files []string, opts scanOptions, fn func([]record) error, wor
 // drainParts hands the batches of each file to fn in file order, letting
 // one more file be decoded ahead as each one is done; the first error
 // (a file's or fn's) ends it.
-func drainParts(parts []chan scanPart, ahead chan struct{}, fn func([]record) error) error {
+func drainParts(parts []chan scanPart, ahead chan struct{}, free chan []record, fn func([]record) error) error {
 	for _, ch := range parts {
 		for p := range ch {
 			err := p.err
@@ -311,6 +312,10 @@ func drainParts(parts []chan scanPart, ahead chan struct{}, fn func([]record) er
 			}
 			if err != nil {
 				return err
+			}
+			select {
+			case free <- p.batch:
+			default:
 			}
 		}
 		<-ahead
@@ -326,10 +331,24 @@ type scanner struct {
 	cursors []*cursor // reused across row groups: their buffers are the bulk of a scan's allocations
 	plans   map[string]filePlan
 	key     []byte
-	// fresh makes every batch a new slice, for a consumer that keeps
-	// batches past fn's return; sized to the file so that a small part
-	// does not cost a full batch.
+	// fresh hands every batch over for good, for a consumer that keeps
+	// batches past fn's return; the next one comes from free (batches the
+	// consumer is done with) or is made, sized to the file so that a small
+	// part does not cost a full batch.
 	fresh bool
+	free  chan []record
+}
+
+// take returns an empty batch for at least n rows.
+func (s *scanner) take(n int) []record {
+	select {
+	case b := <-s.free:
+		if cap(b) >= n {
+			return b[:0]
+		}
+	default:
+	}
+	return make([]record, 0, n)
 }
 
 // schemaKey appends to dst what decides a file's plan: each schema
@@ -405,7 +424,7 @@ func (s *scanner) file(path string) (err error) {
 		s.plans[string(s.key)] = plan
 	}
 	if s.fresh && s.batch == nil {
-		s.batch = make([]record, 0, min(batchRows, max(pf.NumRows(), 1)))
+		s.batch = s.take(int(min(batchRows, max(pf.NumRows(), 1))))
 	}
 	for _, rg := range pf.RowGroups() {
 		if err := s.rowGroup(rg, plan); err != nil {
@@ -482,7 +501,7 @@ func (s *scanner) rowGroup(rg parquet.RowGroup, plan filePlan) error {
 	rows := rg.NumRows()
 	for n := int64(0); n < rows; n++ {
 		if len(s.batch) == cap(s.batch) { // a fresh scanner handed its batch over
-			s.batch = make([]record, 0, batchRows)
+			s.batch = s.take(batchRows)
 		}
 		s.batch = s.batch[:len(s.batch)+1]
 		r := &s.batch[len(s.batch)-1]
