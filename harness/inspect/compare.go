@@ -242,15 +242,16 @@ type rowAgg struct {
 	runs                           map[string]bool
 	offline                        bool
 	maxIter                        int
-	perTask                        map[string][]float64 // scored training rewards, seeds pooled
-	attempts                       map[string]int       // training trials per task, scored or not
-	tasks                          map[string]bool      // tasks scored in any phase
+	perTask                        map[string]*stats.Rewards // scored training rewards, seeds pooled
+	lastN                          int                       // the last-N estimand's N, which bounds what seeds keep
+	attempts                       map[string]int            // training trials per task, scored or not
+	tasks                          map[string]bool           // tasks scored in any phase
 	trials, scored, env, unscored  int
 	otherPhase                     map[string]int // rows of a phase neither train nor eval
 }
 
 func newRowAgg(name string) *rowAgg {
-	return &rowAgg{name: name, seeds: map[int64]*seedAgg{}, runs: map[string]bool{}, perTask: map[string][]float64{},
+	return &rowAgg{name: name, seeds: map[int64]*seedAgg{}, runs: map[string]bool{}, perTask: map[string]*stats.Rewards{},
 		attempts: map[string]int{}, tasks: map[string]bool{}, otherPhase: map[string]int{}}
 }
 
@@ -258,7 +259,7 @@ func newRowAgg(name string) *rowAgg {
 func (a *rowAgg) seed(s int64) *seedAgg {
 	sa := a.seeds[s]
 	if sa == nil {
-		sa = &seedAgg{train: map[string][]trialReward{}, eval: map[int32]map[string][]float64{}}
+		sa = &seedAgg{train: map[string]*taskTrain{}, eval: map[int32]map[string]*stats.Rewards{}, lastN: int32(max(a.lastN, 1))}
 		a.seeds[s] = sa
 	}
 	return sa
@@ -290,7 +291,7 @@ func (a *rowAgg) add(c *record) {
 		a.attempts[c.TaskID]++
 		sa.addTrain(c.Iteration, c.TaskID, r, ok)
 		if ok {
-			a.perTask[c.TaskID] = append(a.perTask[c.TaskID], r)
+			rewardsOf(a.perTask, c.TaskID).Add(r)
 		}
 	default:
 		a.otherPhase[c.Phase]++
@@ -316,25 +317,70 @@ func Compare(dir string, opts CompareOptions) (*Comparison, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows := map[string]*rowAgg{}
-	names := rowNamer{}
-	err = scanFiles(files, compareScan, func(batch []record) error {
+	ca := newCompareAgg(opts)
+	if err := scanFiles(files, compareScan, ca.addBatch); err != nil {
+		return nil, fmt.Errorf("compare %s: %w", dir, err)
+	}
+	return compareRows(m, dir, ca.rows, opts)
+}
+
+// CompareAndSeries is Compare and Series of dir from one pass over its
+// metric files: what `harness report` shows, for the price of one scan.
+func CompareAndSeries(dir string, opts CompareOptions) (*Comparison, []RowSeries, error) {
+	opts = opts.withDefaults()
+	m, err := readManifest(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	files, err := metricFiles(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	ca, sa := newCompareAgg(opts), newSeriesAgg()
+	err = scanFiles(files, fullScan, func(batch []record) error {
 		for i := range batch {
-			c := &batch[i]
-			name := names.name(c.Row, c.Seed)
-			a := rows[name]
-			if a == nil {
-				a = newRowAgg(name)
-				rows[name] = a
-			}
-			a.add(c)
+			ca.add(&batch[i])
+			sa.add(&batch[i])
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("compare %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("read metrics of %s: %w", dir, err)
 	}
-	return compareRows(m, dir, rows, opts)
+	cmp, err := compareRows(m, dir, ca.rows, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cmp, sa.finish(m), nil
+}
+
+// compareAgg accumulates the compared rows while the metrics stream by.
+type compareAgg struct {
+	rows  map[string]*rowAgg
+	names rowNamer
+	lastN int
+}
+
+func newCompareAgg(opts CompareOptions) *compareAgg {
+	return &compareAgg{rows: map[string]*rowAgg{}, names: rowNamer{}, lastN: opts.LastN}
+}
+
+func (ca *compareAgg) addBatch(batch []record) error {
+	for i := range batch {
+		ca.add(&batch[i])
+	}
+	return nil
+}
+
+func (ca *compareAgg) add(c *record) {
+	name := ca.names.name(c.Row, c.Seed)
+	a := ca.rows[name]
+	if a == nil {
+		a = newRowAgg(name)
+		a.lastN = ca.lastN
+		ca.rows[name] = a
+	}
+	a.add(c)
 }
 
 func compareRows(m rundir.Manifest, dir string, rows map[string]*rowAgg, opts CompareOptions) (*Comparison, error) {
@@ -486,7 +532,7 @@ func newPassKScope(rows []*rowAgg, k int) *passKScope {
 	}
 	slices.Sort(s.all)
 	for _, t := range s.all {
-		if !slices.ContainsFunc(rows, func(a *rowAgg) bool { return len(a.perTask[t]) < k }) {
+		if !slices.ContainsFunc(rows, func(a *rowAgg) bool { return scoredTrials(a.perTask[t]) < k }) {
 			s.tasks = append(s.tasks, t)
 		}
 	}
@@ -503,7 +549,7 @@ func plural(n int, noun string) string {
 func anyTaskScoredTwice(rows []*rowAgg) bool {
 	for _, a := range rows {
 		for _, rs := range a.perTask {
-			if len(rs) >= 2 {
+			if rs.N() >= 2 {
 				return true
 			}
 		}
@@ -638,7 +684,7 @@ func summarizeRow(a *rowAgg, scope *passKScope) RowComparison {
 func passK(rc *RowComparison, a *rowAgg, scope *passKScope) {
 	k := scope.k
 	for _, t := range scope.all {
-		if len(a.perTask[t]) < k {
+		if scoredTrials(a.perTask[t]) < k {
 			rc.PassKShort++
 		}
 	}
@@ -653,14 +699,9 @@ func passK(rc *RowComparison, a *rowAgg, scope *passKScope) {
 	var at, hat float64
 	for _, t := range scope.tasks {
 		rs := a.perTask[t]
-		c := 0
-		for _, r := range rs {
-			if r >= Success {
-				c++
-			}
-		}
-		at += stats.PassAtK(len(rs), c, k)
-		hat += stats.PassHatK(len(rs), c, k)
+		n, c := rs.N(), rs.AtLeast(Success)
+		at += stats.PassAtK(n, c, k)
+		hat += stats.PassHatK(n, c, k)
 	}
 	n := float64(len(scope.tasks))
 	rc.PassAtK, rc.PassHatK = float(at/n), float(hat/n)
@@ -734,4 +775,22 @@ func (n rowNamer) name(row string, seed int64) string {
 	}
 	n[key] = name
 	return name
+}
+
+// rewardsOf returns the counts kept for task, creating them.
+func rewardsOf(m map[string]*stats.Rewards, task string) *stats.Rewards {
+	r := m[task]
+	if r == nil {
+		r = &stats.Rewards{}
+		m[task] = r
+	}
+	return r
+}
+
+// scoredTrials is how many rewards r counts; 0 for none kept.
+func scoredTrials(r *stats.Rewards) int {
+	if r == nil {
+		return 0
+	}
+	return r.N()
 }

@@ -93,18 +93,31 @@ type VarianceComponents struct {
 	Trial       float64 `json:"trial"`
 }
 
-// trialReward is one scored training trial.
-type trialReward struct {
-	iteration int32
-	reward    float64
+// seedAgg holds one seed (one run) of a row as counts: per task, its
+// scored training rewards over the whole run and over each of the latest
+// iterations that may still fall among the last N; per checkpoint and
+// task, its scored evaluation rewards. Memory grows with tasks x N, not
+// with trials.
+type seedAgg struct {
+	train            map[string]*taskTrain
+	minIter, maxIter int32 // over training rows, scored or not
+	hasTrain         bool
+	lastN            int32
+	eval             map[int32]map[string]*stats.Rewards // checkpoint -> task -> scored rewards
 }
 
-// seedAgg holds one seed (one run) of a row.
-type seedAgg struct {
-	train            map[string][]trialReward // task -> scored training trials
-	minIter, maxIter int32                    // over training rows, scored or not
-	hasTrain         bool
-	eval             map[int32]map[string][]float64 // checkpoint -> task -> scored rewards
+// taskTrain is one task's scored training rewards in one seed.
+type taskTrain struct {
+	all stats.Rewards
+	// recent holds the rewards of single iterations, at least those after
+	// maxIter - lastN; older ones are dropped as maxIter grows, since the
+	// last-N window can only move later.
+	recent []iterRewards
+}
+
+type iterRewards struct {
+	iteration int32
+	rewards   stats.Rewards
 }
 
 func (sa *seedAgg) addTrain(it int32, task string, r float64, ok bool) {
@@ -113,8 +126,27 @@ func (sa *seedAgg) addTrain(it int32, task string, r float64, ok bool) {
 	}
 	sa.maxIter = max(sa.maxIter, it)
 	sa.hasTrain = true
-	if ok {
-		sa.train[task] = append(sa.train[task], trialReward{it, r})
+	if !ok {
+		return
+	}
+	tt := sa.train[task]
+	if tt == nil {
+		tt = &taskTrain{}
+		sa.train[task] = tt
+	}
+	tt.all.Add(r)
+	i := len(tt.recent) - 1
+	for i >= 0 && tt.recent[i].iteration != it {
+		i--
+	}
+	if i < 0 {
+		tt.recent = append(tt.recent, iterRewards{iteration: it})
+		i = len(tt.recent) - 1
+	}
+	tt.recent[i].rewards.Add(r)
+	if len(tt.recent) > 2*int(sa.lastN)+1 {
+		cut := sa.maxIter - sa.lastN
+		tt.recent = slices.DeleteFunc(tt.recent, func(e iterRewards) bool { return e.iteration <= cut })
 	}
 }
 
@@ -123,11 +155,11 @@ func (sa *seedAgg) addTrain(it int32, task string, r float64, ok bool) {
 func (sa *seedAgg) addEval(ckpt int32, task string, r float64, ok bool) {
 	m := sa.eval[ckpt]
 	if m == nil {
-		m = map[string][]float64{}
+		m = map[string]*stats.Rewards{}
 		sa.eval[ckpt] = m
 	}
 	if ok {
-		m[task] = append(m[task], r)
+		rewardsOf(m, task).Add(r)
 	}
 }
 
@@ -171,9 +203,9 @@ func (a *rowAgg) sampleOf(estimand string, lastN int, initial bool) sample {
 			case !ok || (initial && final == 0):
 				continue
 			case initial:
-				m = sa.eval[0]
+				m = expand(sa.eval[0])
 			default:
-				m = sa.eval[final]
+				m = expand(sa.eval[final])
 				out.ckpt = max(out.ckpt, int(final))
 			}
 		default:
@@ -184,17 +216,42 @@ func (a *rowAgg) sampleOf(estimand string, lastN int, initial bool) sample {
 			if estimand == LastN {
 				cut = max(cut, sa.maxIter-int32(lastN))
 			}
-			for task, trs := range sa.train {
-				for _, tr := range trs {
-					if tr.iteration > cut {
-						m[task] = append(m[task], tr.reward)
-					}
+			for task, tt := range sa.train {
+				if vs := tt.since(cut, sa.minIter); len(vs) > 0 {
+					m[task] = vs
 				}
 			}
 			out.from, out.to = min(out.from, int(cut)+1), max(out.to, int(sa.maxIter))
 		}
 		if len(m) > 0 {
 			out.seeds = append(out.seeds, m)
+		}
+	}
+	return out
+}
+
+// since lists, in ascending order, the task's rewards of iterations after
+// cut (all of them when cut is before the run's first iteration).
+func (tt *taskTrain) since(cut, first int32) []float64 {
+	if cut < first {
+		return tt.all.AppendValues(nil)
+	}
+	var r stats.Rewards
+	for _, e := range tt.recent {
+		if e.iteration > cut {
+			r.Merge(e.rewards)
+		}
+	}
+	return r.AppendValues(nil)
+}
+
+// expand lists each task's counted rewards, in ascending order: the form
+// the interval and test functions take, built for one estimand at a time.
+func expand(m map[string]*stats.Rewards) map[string][]float64 {
+	out := make(map[string][]float64, len(m))
+	for t, r := range m {
+		if r.N() > 0 {
+			out[t] = r.AppendValues(nil)
 		}
 	}
 	return out

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -410,5 +411,33 @@ func TestCompareEstimandsInJSONAndText(t *testing.T) {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}
+	}
+}
+
+// A seed keeps only the iterations that can still be among the last N,
+// yet the last-N sample holds every reward of them, whatever order the
+// iterations arrive in.
+func TestSeedKeepsTheLastNWindow(t *testing.T) {
+	a := newRowAgg("r")
+	a.lastN = 3
+	sa := a.seed(1)
+	for _, it := range []int32{1, 2, 5, 3, 4, 6, 7, 8, 9, 10, 9, 10, 8} {
+		sa.addTrain(it, "a", float64(it%2), true)
+	}
+	sa.addTrain(11, "b", 0, false) // an unscored trial still moves the window
+	if n := len(sa.train["a"].recent); n > 2*3+1 {
+		t.Errorf("kept %d iterations, want at most 7", n)
+	}
+	s := a.sampleOf(LastN, 3, false)
+	// Iterations 9, 10 and 11: 9 twice (1, 1), 10 twice (0, 0).
+	if got, want := s.seeds[0]["a"], []float64{0, 0, 1, 1}; !slices.Equal(got, want) {
+		t.Errorf("last 3 of task a = %v, want %v", got, want)
+	}
+	if s.from != 9 || s.to != 11 {
+		t.Errorf("window %d-%d, want 9-11", s.from, s.to)
+	}
+	whole := a.sampleOf(WholeCurve, 3, false)
+	if got := len(whole.seeds[0]["a"]); got != 13 {
+		t.Errorf("whole curve holds %d rewards of task a, want 13", got)
 	}
 }

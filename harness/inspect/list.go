@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -90,6 +92,24 @@ func List(root string) ([]DirSummary, error) {
 
 // Summarize summarizes one run or matrix directory.
 func Summarize(dir string) (DirSummary, error) {
+	s, err := summaryOf(dir)
+	if err != nil {
+		return s, err
+	}
+	files, err := metricFiles(dir)
+	if err != nil {
+		return s, err
+	}
+	var agg totals
+	if err := scanFiles(files, fullScan, agg.add); err != nil {
+		return s, fmt.Errorf("summarize %s: %w", dir, err)
+	}
+	agg.fill(&s)
+	return s, nil
+}
+
+// summaryOf is the part of a directory's summary its manifests give.
+func summaryOf(dir string) (DirSummary, error) {
 	m, err := readManifest(dir)
 	if err != nil {
 		return DirSummary{}, err
@@ -126,51 +146,86 @@ func Summarize(dir string) (DirSummary, error) {
 		}
 	}
 
+	return s, nil
+}
+
+// SummarizeMatrix summarizes a matrix directory and each of its row
+// directories (those List would list, in its order) from one pass over
+// their metric files, rather than reading every row twice.
+func SummarizeMatrix(dir string) (DirSummary, []DirSummary, error) {
+	m, err := readManifest(dir)
+	if err != nil {
+		return DirSummary{}, nil, err
+	}
+	if m.Kind != rundir.KindMatrix {
+		return DirSummary{}, nil, fmt.Errorf("%s is a %s directory, not a matrix", dir, m.Kind)
+	}
 	files, err := metricFiles(dir)
 	if err != nil {
-		return s, err
+		return DirSummary{}, nil, err
 	}
-	var agg totals
-	if err := scanFiles(files, fullScan, agg.add); err != nil {
-		return s, fmt.Errorf("summarize %s: %w", dir, err)
+	byDir := map[string][]string{} // row directory -> its parts, in order
+	for _, f := range files {
+		d := filepath.Dir(filepath.Dir(f))
+		byDir[d] = append(byDir[d], f)
 	}
-	s.Trials, s.Scored, s.EnvFailures = agg.trials, agg.scored, agg.env
-	s.Offline = s.Offline || agg.offline
-	if len(agg.perTask) > 0 {
-		s.MeanReward = float(stats.MacroMean(agg.perTask))
+	var all totals
+	rows := []DirSummary{}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return DirSummary{}, nil, fmt.Errorf("list rows of %s: %w", dir, err)
 	}
-	if s.Tasks == 0 {
-		s.Tasks = len(agg.perTask)
+	for _, e := range entries {
+		rd := filepath.Join(dir, e.Name())
+		if _, err := os.Stat(filepath.Join(rd, rundir.ManifestFile)); !e.IsDir() || err != nil {
+			continue
+		}
+		var t totals
+		if err := scanFiles(byDir[rd], fullScan, t.add); err != nil {
+			return DirSummary{}, nil, fmt.Errorf("summarize %s: %w", dir, err)
+		}
+		delete(byDir, rd)
+		all.merge(&t)
+		rs, err := summaryOf(rd)
+		if err != nil {
+			rs = DirSummary{ID: e.Name(), Path: rd, Status: "unreadable", Error: err.Error()}
+		} else {
+			t.fill(&rs)
+		}
+		rows = append(rows, rs)
 	}
-	s.SkillUpdates = len(agg.updates)
-	for _, r := range agg.spend {
-		s.Tokens += r.InputTokens + r.OutputTokens
-		s.CostUSD += r.CostUSD
+	for _, rest := range byDir { // parts outside the row directories
+		if err := scanFiles(rest, fullScan, all.add); err != nil {
+			return DirSummary{}, nil, fmt.Errorf("summarize %s: %w", dir, err)
+		}
 	}
-	return s, nil
+	sort.Slice(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
+	s, err := summaryOf(dir)
+	if err != nil {
+		return s, nil, err
+	}
+	all.fill(&s)
+	return s, rows, nil
 }
 
 // totals aggregates the listing numbers over a stream of metric rows.
 type totals struct {
 	trials, scored, env int
 	offline             bool
-	perTask             map[string][]float64
+	perTask             map[string]*stats.Rewards
 	updates             map[[2]string]bool    // (run id, provenance id)
 	spend               [len(roles)]RoleSpend // by roles index
 }
 
 func (t *totals) add(batch []record) error {
-	if t.perTask == nil {
-		t.perTask = map[string][]float64{}
-		t.updates = map[[2]string]bool{}
-	}
+	t.init()
 	for i := range batch {
 		c := &batch[i]
 		t.trials++
 		t.offline = t.offline || c.Offline
 		if r, ok := c.scoredReward(); ok {
 			t.scored++
-			t.perTask[c.TaskID] = append(t.perTask[c.TaskID], r)
+			rewardsOf(t.perTask, c.TaskID).Add(r)
 		} else if c.EnvFailure {
 			t.env++
 		}
@@ -180,6 +235,54 @@ func (t *totals) add(batch []record) error {
 		addSpend(&t.spend, c)
 	}
 	return nil
+}
+
+func (t *totals) init() {
+	if t.perTask == nil {
+		t.perTask = map[string]*stats.Rewards{}
+		t.updates = map[[2]string]bool{}
+	}
+}
+
+// merge adds o's numbers to t's.
+func (t *totals) merge(o *totals) {
+	t.init()
+	t.trials, t.scored, t.env = t.trials+o.trials, t.scored+o.scored, t.env+o.env
+	t.offline = t.offline || o.offline
+	for task, r := range o.perTask {
+		rewardsOf(t.perTask, task).Merge(*r)
+	}
+	for k := range o.updates {
+		t.updates[k] = true
+	}
+	for i := range t.spend {
+		t.spend[i].Role = roles[i]
+		t.spend[i].InputTokens += o.spend[i].InputTokens
+		t.spend[i].OutputTokens += o.spend[i].OutputTokens
+		t.spend[i].CostUSD += o.spend[i].CostUSD
+	}
+}
+
+// fill sets the numbers of s that come from the metric rows.
+func (t *totals) fill(s *DirSummary) {
+	s.Trials, s.Scored, s.EnvFailures = t.trials, t.scored, t.env
+	s.Offline = s.Offline || t.offline
+	if len(t.perTask) > 0 {
+		// In task order, so the sum is the same every time.
+		tasks := make([]stats.Rewards, 0, len(t.perTask))
+		for _, id := range slices.Sorted(maps.Keys(t.perTask)) {
+			tasks = append(tasks, *t.perTask[id])
+		}
+		s.MeanReward = float(stats.MacroMeanOf(tasks))
+	}
+	if s.Tasks == 0 {
+		s.Tasks = len(t.perTask)
+	}
+	s.SkillUpdates = len(t.updates)
+	for _, r := range t.spend {
+		s.Tokens += r.InputTokens + r.OutputTokens
+		s.CostUSD += r.CostUSD
+	}
 }
 
 // RoleSpend is the tokens and cost charged to one role.

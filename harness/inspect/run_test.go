@@ -314,3 +314,30 @@ func TestEvaluationRowsStayOutOfTheTrainingView(t *testing.T) {
 		t.Errorf("follow line %q (%v)", line, err)
 	}
 }
+
+// One pass over a matrix gives the matrix's summary and its rows' as
+// Summarize and List give them apart.
+func TestSummarizeMatrixAgreesWithSummarizeAndList(t *testing.T) {
+	dir := compareFixture(t)
+	sum, rows, err := SummarizeMatrix(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSum, err := Summarize(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows, err := List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(sum, wantSum) {
+		t.Errorf("matrix summary = %+v\nwant %+v", sum, wantSum)
+	}
+	if !reflect.DeepEqual(rows, wantRows) {
+		t.Errorf("rows = %+v\nwant %+v", rows, wantRows)
+	}
+	if _, _, err := SummarizeMatrix(runFixture(t, t.TempDir())); err == nil || !strings.Contains(err.Error(), "not a matrix") {
+		t.Errorf("a run directory gave %v, want it refused as not a matrix", err)
+	}
+}

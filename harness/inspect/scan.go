@@ -1,15 +1,19 @@
 package inspect
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/mediated-coevo/harness/harness/rundir"
 )
@@ -199,8 +203,15 @@ func metricFiles(dir string) ([]string, error) {
 // parquet-go's row reader: converting a file to a projection there still
 // decodes every column of every row, which made a 100k-row matrix take
 // seconds instead of a fraction of one.
+//
+// With several cores, files are decoded by up to maxScanWorkers goroutines
+// while fn still sees the batches one at a time, in file order: decoding
+// is nearly all of a scan's work, and aggregation stays single-threaded.
 func scanFiles(files []string, opts scanOptions, fn func([]record) error) error {
-	s := &scanner{opts: opts, batch: make([]record, 0, batchRows), in: interner{}, fn: fn}
+	if workers := min(runtime.GOMAXPROCS(0), maxScanWorkers, len(files)); workers > 1 {
+		return scanParallel(files, opts, fn, workers)
+	}
+	s := newScanner(opts, fn)
 	for _, path := range files {
 		if err := s.file(path); err != nil {
 			return err
@@ -209,12 +220,153 @@ func scanFiles(files []string, opts scanOptions, fn func([]record) error) error 
 	return s.flush()
 }
 
+// maxScanWorkers caps the goroutines decoding files at once.
+const maxScanWorkers = 4
+
+func newScanner(opts scanOptions, fn func([]record) error) *scanner {
+	return &scanner{opts: opts, batch: make([]record, 0, batchRows), in: interner{}, fn: fn, plans: map[string]filePlan{}}
+}
+
+// scanPart is a batch of a file's rows, or the error that ended it.
+type scanPart struct {
+	batch []record
+	err   error
+}
+
+// errScanStopped ends a worker whose results are no longer wanted.
+var errScanStopped = errors.New("scan stopped")
+
+// scanParallel decodes files on workers goroutines, each with its own
+// scanner, and hands their batches to fn in file order. At most 2 x
+// workers files are decoded ahead of the one fn is reading, so memory stays
+// bounded by a few files' rows.
+func scanParallel(files []string, opts scanOptions, fn func([]record) error, workers int) error {
+	parts := make([]chan scanPart, len(files))
+	for i := range parts {
+		parts[i] = make(chan scanPart, 2)
+	}
+	ahead := make(chan struct{}, 2*workers)
+	free := make(chan []record, 4*workers) // batches fn is done with, for reuse
+	next := make(chan int)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := newScanner(opts, nil)
+			s.fresh, s.free = true, free
+			for i := range next {
+				s.fn = func(b []record) error {
+					select {
+					case parts[i] <- scanPart{batch: b}:
+						return nil
+					case <-done:
+						return errScanStopped
+					}
+				}
+				err := s.file(files[i])
+				if err == nil {
+					err = s.flush()
+				}
+				if err != nil && !errors.Is(err, errScanStopped) {
+					select {
+					case parts[i] <- scanPart{err: err}:
+					case <-done:
+					}
+				}
+				close(parts[i])
+			}
+		}()
+	}
+	go func() {
+		defer close(next)
+		for i := range files {
+			select {
+			case ahead <- struct{}{}:
+			case <-done:
+				return
+			}
+			select {
+			case next <- i:
+			case <-done:
+				return
+			}
+		}
+	}()
+	err := drainParts(parts, ahead, free, fn)
+	close(done)
+	wg.Wait()
+	return err
+}
+
+// drainParts hands the batches of each file to fn in file order, letting
+// one more file be decoded ahead as each one is done; the first error
+// (a file's or fn's) ends it.
+func drainParts(parts []chan scanPart, ahead chan struct{}, free chan []record, fn func([]record) error) error {
+	for _, ch := range parts {
+		for p := range ch {
+			err := p.err
+			if err == nil {
+				err = fn(p.batch)
+			}
+			if err != nil {
+				return err
+			}
+			select {
+			case free <- p.batch:
+			default:
+			}
+		}
+		<-ahead
+	}
+	return nil
+}
+
 type scanner struct {
 	opts    scanOptions
 	batch   []record
 	in      interner
 	fn      func([]record) error
 	cursors []*cursor // reused across row groups: their buffers are the bulk of a scan's allocations
+	plans   map[string]filePlan
+	key     []byte
+	// fresh hands every batch over for good, for a consumer that keeps
+	// batches past fn's return; the next one comes from free (batches the
+	// consumer is done with) or is made, sized to the file so that a small
+	// part does not cost a full batch.
+	fresh bool
+	free  chan []record
+}
+
+// take returns an empty batch for at least n rows.
+func (s *scanner) take(n int) []record {
+	select {
+	case b := <-s.free:
+		if cap(b) >= n {
+			return b[:0]
+		}
+	default:
+	}
+	return make([]record, 0, n)
+}
+
+// schemaKey appends to dst what decides a file's plan: each schema
+// element's name, type, repetition and number of children, in order.
+func schemaKey(dst []byte, elems []format.SchemaElement) []byte {
+	for _, e := range elems {
+		dst = append(dst, e.Name...)
+		dst = append(dst, 0, byte(e.Type.V), flag(e.Type.Valid), byte(e.RepetitionType.V), flag(e.RepetitionType.Valid))
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(e.NumChildren.V))
+	}
+	return dst
+}
+
+func flag(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // cursor returns the i-th reusable cursor, set to walk chunk.
@@ -232,7 +384,11 @@ func (s *scanner) flush() error {
 		return nil
 	}
 	err := s.fn(s.batch)
-	s.batch = s.batch[:0]
+	if s.fresh {
+		s.batch = nil // handed over: the next rows go to a new batch
+	} else {
+		s.batch = s.batch[:0]
+	}
 	return err
 }
 
@@ -256,9 +412,19 @@ func (s *scanner) file(path string) (err error) {
 			err = fmt.Errorf("read metrics file %s: damaged data: %v", path, p)
 		}
 	}()
-	plan, err := s.plan(pf.Schema())
-	if err != nil {
-		return fmt.Errorf("read metrics file %s: %w", path, err)
+	// Parts written by one harness share their schema: the plan is made
+	// once per distinct schema, not once per file.
+	s.key = schemaKey(s.key[:0], pf.Metadata().Schema)
+	plan, ok := s.plans[string(s.key)]
+	if !ok {
+		plan, err = s.plan(pf.Schema())
+		if err != nil {
+			return fmt.Errorf("read metrics file %s: %w", path, err)
+		}
+		s.plans[string(s.key)] = plan
+	}
+	if s.fresh && s.batch == nil {
+		s.batch = s.take(int(min(batchRows, max(pf.NumRows(), 1))))
 	}
 	for _, rg := range pf.RowGroups() {
 		if err := s.rowGroup(rg, plan); err != nil {
@@ -334,6 +500,9 @@ func (s *scanner) rowGroup(rg parquet.RowGroup, plan filePlan) error {
 	}
 	rows := rg.NumRows()
 	for n := int64(0); n < rows; n++ {
+		if len(s.batch) == cap(s.batch) { // a fresh scanner handed its batch over
+			s.batch = s.take(batchRows)
+		}
 		s.batch = s.batch[:len(s.batch)+1]
 		r := &s.batch[len(s.batch)-1]
 		updates := r.Updates[:0]

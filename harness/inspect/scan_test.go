@@ -1,10 +1,13 @@
 package inspect
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -167,5 +170,106 @@ func TestScanRejectsAForeignSchema(t *testing.T) {
 	err := scanFiles([]string{path}, compareScan, func([]record) error { return nil })
 	if err == nil || !containsSubstring([]string{err.Error()}, "column reward holds BYTE_ARRAY values, want DOUBLE") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// Parts of different schemas in one scan (an older harness wrote fewer
+// columns, in another order) each get their own plan: the plan made for
+// one schema is never applied to the other.
+func TestScanPlansEachSchema(t *testing.T) {
+	type older struct {
+		Reward *float64 `parquet:"reward,optional"`
+		TaskID string   `parquet:"task_id"`
+	}
+	dir := t.TempDir()
+	one := 1.0
+	paths := []string{filepath.Join(dir, "part-00001.parquet"), filepath.Join(dir, "part-00002.parquet"), filepath.Join(dir, "part-00003.parquet")}
+	if err := parquet.WriteFile(paths[0], []older{{&one, "old"}}); err != nil {
+		t.Fatal(err)
+	}
+	cur := rundir.MetricRow{TaskID: "new", Row: "r", Iteration: 2, Status: "scored"}
+	if err := rundir.WriteMetricsPart(dir, 2, []rundir.MetricRow{cur}); err != nil {
+		t.Fatal(err)
+	}
+	if err := parquet.WriteFile(paths[2], []older{{nil, "old2"}}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err := scanFiles(paths, compareScan, func(batch []record) error {
+		for _, r := range batch {
+			got = append(got, fmt.Sprintf("%s/%s/%d/%v", r.TaskID, r.Row, r.Iteration, r.HasReward))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"old//0/true", "new/r/2/false", "old2//0/false"}; !slices.Equal(got, want) {
+		t.Errorf("rows = %v, want %v", got, want)
+	}
+}
+
+// Files decoded on several goroutines reach fn as they do from one: the
+// same rows in file order; the first damaged file's error ends the scan,
+// and so does fn's.
+func TestScanParallelKeepsFileOrder(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string
+	for it := 1; it <= 12; it++ {
+		rows := make([]rundir.MetricRow, 1+it%4*700) // some parts span several batches
+		for i := range rows {
+			rows[i] = rundir.MetricRow{TaskID: fmt.Sprintf("t%d-%d", it, i), Iteration: int32(it)}
+		}
+		if err := rundir.WriteMetricsPart(dir, it, rows); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, filepath.Join(dir, rundir.MetricsPartName(it)))
+	}
+	collect := func(scan func(fn func([]record) error) error) ([]string, error) {
+		var got []string
+		err := scan(func(b []record) error {
+			for _, r := range b {
+				got = append(got, r.TaskID)
+			}
+			return nil
+		})
+		return got, err
+	}
+	want, err := collect(func(fn func([]record) error) error {
+		s := newScanner(compareScan, fn)
+		for _, p := range paths {
+			if err := s.file(p); err != nil {
+				return err
+			}
+		}
+		return s.flush()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := collect(func(fn func([]record) error) error { return scanParallel(paths, compareScan, fn, 3) })
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("parallel scan gave %d rows (err %v), want the %d of the sequential one in order", len(got), err, len(want))
+	}
+
+	damaged := filepath.Join(dir, "part-damaged.parquet")
+	if err := os.WriteFile(damaged, []byte("not parquet"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withDamage := append(append(slices.Clone(paths[:5]), damaged), paths[5:]...)
+	if _, err := collect(func(fn func([]record) error) error { return scanParallel(withDamage, compareScan, fn, 3) }); err == nil ||
+		!strings.Contains(err.Error(), "part-damaged.parquet") {
+		t.Errorf("damaged file: err = %v, want it named", err)
+	}
+	stop := errors.New("enough")
+	n := 0
+	err = scanParallel(paths, compareScan, func([]record) error {
+		if n++; n == 3 {
+			return stop
+		}
+		return nil
+	}, 3)
+	if !errors.Is(err, stop) {
+		t.Errorf("fn's error: got %v", err)
 	}
 }

@@ -21,7 +21,7 @@ func TestSeriesOfARun(t *testing.T) {
 		t.Fatalf("iterations = %+v", its)
 	}
 	// Iteration 1: a scored 1, b an environment failure (left out).
-	if !reflect.DeepEqual(its[0].PerTask, map[string][]float64{"a": {1}}) || its[0].EnvFailures != 1 || its[0].Trials != 2 {
+	if !reflect.DeepEqual(taskValues(its[0]), [][]float64{{1}}) || its[0].EnvFailures != 1 || its[0].Trials != 2 {
 		t.Errorf("iteration 1 = %+v", its[0])
 	}
 	// The two updates of iteration 2 are repeated on its three rows: two
@@ -50,7 +50,7 @@ func TestSeriesPoolsSeeds(t *testing.T) {
 		t.Fatalf("series = %+v", series)
 	}
 	it := series[0].Iterations[0]
-	if !reflect.DeepEqual(it.PerTask, map[string][]float64{"a": {0, 1}}) || it.NewSkillUpdates != 2 {
+	if !reflect.DeepEqual(taskValues(it), [][]float64{{0, 1}}) || it.NewSkillUpdates != 2 {
 		t.Errorf("iteration = %+v", it)
 	}
 }
@@ -73,5 +73,57 @@ func TestSeriesLeavesOutEvaluationRows(t *testing.T) {
 	}
 	if rs.Spend[1].Role != "executor" || rs.Spend[1].CostUSD != 0.5 {
 		t.Errorf("executor spend %+v, want the evaluation row's 0.5", rs.Spend[1])
+	}
+}
+
+// taskValues lists each scored task's rewards, in task id order.
+func taskValues(it IterationSeries) [][]float64 {
+	var out [][]float64
+	for _, r := range it.Tasks {
+		out = append(out, r.AppendValues(nil))
+	}
+	return out
+}
+
+// Tasks come out in task id order, whatever order the scan met them in,
+// with every pooled reward counted.
+func TestSeriesOrdersTasksByID(t *testing.T) {
+	dir := t.TempDir()
+	writeManifest(t, dir, rundir.Manifest{Kind: rundir.KindRun, Status: rundir.StatusCompleted, Condition: "learned_mediator"})
+	rows := rowsOf("r", "full", "learned_mediator", "all", 1, scored(1, "c", 0.5), scored(1, "a", 1), scored(1, "b", 0), scored(1, "a", 0))
+	writeMetrics(t, dir, rows)
+	series, err := Series(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := taskValues(series[0].Iterations[0]), [][]float64{{0, 1}, {0}, {0.5}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("tasks = %v, want %v (a, b, c)", got, want)
+	}
+}
+
+// One pass gives what Compare and Series give apart.
+func TestCompareAndSeriesAgreesWithEachApart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "m-matrix")
+	nf := rowsOf("nf", "no_feedback", "no_feedback", "none", 1, scored(1, "a", 0), scored(1, "b", 1), scored(2, "a", 1), scored(2, "b", 0.5))
+	lm := rowsOf("lm", "learned", "learned_mediator", "all", 1, scored(1, "a", 1), scored(1, "b", 1), scored(2, "a", 1), scored(2, "b", 0))
+	lm[0].SkillUpdates = []rundir.SkillUpdate{{Role: "executor", ProvenanceID: "executor/b-1"}}
+	writeMatrix(t, dir, []string{"no_feedback", "learned"}, map[string][]rundir.MetricRow{"no_feedback": nf, "learned": lm})
+	cmp, series, err := CompareAndSeries(dir, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCmp, err := Compare(dir, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSeries, err := Series(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cmp, wantCmp) {
+		t.Errorf("comparison differs:\n%+v\nwant\n%+v", cmp, wantCmp)
+	}
+	if !reflect.DeepEqual(series, wantSeries) {
+		t.Errorf("series differ:\n%+v\nwant\n%+v", series, wantSeries)
 	}
 }

@@ -225,12 +225,12 @@ type rewardCurve struct {
 func newRewardCurve(rs inspect.RowSeries) rewardCurve {
 	var c rewardCurve
 	for _, it := range rs.Iterations {
-		if len(it.PerTask) == 0 {
+		if len(it.Tasks) == 0 {
 			continue
 		}
 		x := float64(it.Iteration)
-		m := stats.MacroMean(it.PerTask)
-		l, h := stats.BootstrapMacroCI(it.PerTask, bandResamples, bandLevel, bandSeed)
+		m := stats.MacroMeanOf(it.Tasks)
+		l, h := stats.BootstrapMacroCIOf(it.Tasks, bandResamples, bandLevel, bandSeed)
 		if math.IsNaN(m) || math.IsNaN(l) || math.IsNaN(h) {
 			continue
 		}
@@ -331,7 +331,7 @@ func updateMarks(series []inspect.RowSeries) []updateMark {
 	for i, rs := range series {
 		drawn := map[int]bool{}
 		for _, it := range rs.Iterations {
-			if len(it.PerTask) > 0 {
+			if len(it.Tasks) > 0 {
 				drawn[it.Iteration] = true
 			}
 		}

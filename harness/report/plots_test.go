@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mediated-coevo/harness/harness/inspect"
+	"github.com/mediated-coevo/harness/harness/stats"
 )
 
 func TestRewardAxis(t *testing.T) {
@@ -49,8 +50,10 @@ func TestRewardPlotScalesToTheData(t *testing.T) {
 	for r, base := range []float64{0.05, 0.1} {
 		rs := inspect.RowSeries{Row: fmt.Sprintf("row%d", r), Runs: 1}
 		for it := 1; it <= 3; it++ {
-			rs.Iterations = append(rs.Iterations, inspect.IterationSeries{Iteration: it,
-				PerTask: map[string][]float64{"a": {base}, "b": {base + 0.02*float64(it)}}})
+			var a, b stats.Rewards
+			a.Add(base)
+			b.Add(base + 0.02*float64(it))
+			rs.Iterations = append(rs.Iterations, inspect.IterationSeries{Iteration: it, Tasks: []stats.Rewards{a, b}})
 		}
 		series = append(series, rs)
 	}
@@ -101,7 +104,9 @@ func seriesOf(row string, rewards []float64, updates map[int]int) inspect.RowSer
 	for i, r := range rewards {
 		it := inspect.IterationSeries{Iteration: i + 1, NewSkillUpdates: updates[i+1]}
 		if r >= 0 {
-			it.PerTask = map[string][]float64{"a": {r}}
+			var task stats.Rewards
+			task.Add(r)
+			it.Tasks = []stats.Rewards{task}
 		}
 		rs.Iterations = append(rs.Iterations, it)
 	}

@@ -46,16 +46,12 @@ func Write(ctx context.Context, dir, outDir string) (*Summary, error) {
 	if outDir == "" {
 		outDir = filepath.Join(dir, DefaultOutSubdir)
 	}
-	cmp, err := inspect.Compare(dir, inspect.CompareOptions{})
+	cmp, series, err := inspect.CompareAndSeries(dir, inspect.CompareOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("report on %s: %w", dir, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
-	}
-	series, err := inspect.Series(dir)
-	if err != nil {
-		return nil, fmt.Errorf("report on %s: %w", dir, err)
 	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create report directory %s: %w", outDir, err)

@@ -522,3 +522,60 @@ func TestCoverageBand(t *testing.T) {
 		}
 	})
 }
+
+// bandCases are the points of a reward curve: one iteration of one seed,
+// a trial or a few per task.
+var bandCases = []struct {
+	name         string
+	tasks, trial int
+}{
+	{"100-tasks-x-1", 100, 1},
+	{"20-tasks-x-1", 20, 1},
+	{"10-tasks-x-3", 10, 3},
+	{"5-tasks-x-1", 5, 1},
+}
+
+// BenchmarkCoverageOfBand measures the coverage of the reward plot's band
+// (BootstrapMacroCIOf, 1000 resamples, 95%) for the row's own mean reward
+// over the population of tasks, task rates drawn as in the shifted world
+// with one seed. Run:
+//
+//	go test -bench CoverageOfBand -run '^$' -benchtime 1x ./harness/stats/
+func BenchmarkCoverageOfBand(b *testing.B) {
+	w := world{taskSD: 1, shift: 0.4, shiftSD: 0.3}
+	truth := w.rowTruth()
+	const reps = 2000
+	for _, c := range bandCases {
+		b.Run(c.name, func(b *testing.B) {
+			var sum float64
+			n := 0
+			for b.Loop() {
+				rng := rand.New(rand.NewPCG(uint64(400+n), 9))
+				hits := 0
+				for i := range reps {
+					tasks := make([]stats.Rewards, c.tasks)
+					for t := range tasks {
+						p := logistic(rng.NormFloat64()*w.taskSD + w.shift + rng.NormFloat64()*w.shiftSD)
+						for range c.trial {
+							tasks[t].Add(bernoulli(rng, p))
+						}
+					}
+					lo, hi := stats.BootstrapMacroCIOf(tasks, 1000, 0.95, uint64(i))
+					if lo <= truth && truth <= hi {
+						hits++
+					}
+				}
+				sum += float64(hits) / reps
+				n++
+			}
+			b.ReportMetric(sum/float64(n), "coverage")
+		})
+	}
+}
+
+func bernoulli(rng *rand.Rand, p float64) float64 {
+	if rng.Float64() < p {
+		return 1
+	}
+	return 0
+}

@@ -68,29 +68,18 @@ func MacroMean(perTask map[string][]float64) float64 {
 // tasks with replacement and then, within each drawn task, its rewards with
 // replacement (a two-stage cluster bootstrap), so the interval reflects both
 // which tasks were chosen and how noisy each one is. With a single task only
-// the second stage varies. NaN, NaN when no task has a reward, B < 1 or the
-// level is not in (0, 1).
+// the second stage varies. The draws are made from per-task counts (see
+// BootstrapMacroCIOf), never trial by trial. NaN, NaN when no task has a
+// reward, B < 1 or the level is not in (0, 1).
 func BootstrapMacroCI(perTask map[string][]float64, B int, level float64, seed uint64) (lo, hi float64) {
 	ids := tasksWithData(perTask)
-	if len(ids) == 0 || !validBootstrap(B, level) {
-		return math.NaN(), math.NaN()
-	}
-	rng := newRand(seed)
-	reps := make([]float64, B)
-	means := make([]float64, len(ids))
-	var buf []float64
-	for b := range reps {
-		for i := range means {
-			rewards := perTask[ids[rng.IntN(len(ids))]]
-			buf = buf[:0]
-			for range rewards {
-				buf = append(buf, rewards[rng.IntN(len(rewards))])
-			}
-			means[i] = stat.Mean(buf, nil)
+	tasks := make([]Rewards, len(ids))
+	for i, id := range ids {
+		for _, v := range perTask[id] {
+			tasks[i].Add(v)
 		}
-		reps[b] = stat.Mean(means, nil)
 	}
-	return percentiles(reps, level)
+	return BootstrapMacroCIOf(tasks, B, level, seed)
 }
 
 // PairedDiffs returns, for every task with rewards in both a and b, the

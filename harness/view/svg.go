@@ -51,7 +51,7 @@ func seriesCurve(series []inspect.RowSeries) template.HTML {
 	for _, rs := range series {
 		line := curveLine{Name: rs.Row}
 		for _, it := range rs.Iterations {
-			if m, ok := macroMean(it.PerTask); ok {
+			if m, ok := macroMean(it); ok {
 				line.Points = append(line.Points, point{it.Iteration, m})
 			}
 			if it.NewSkillUpdates > 0 {
@@ -65,19 +65,14 @@ func seriesCurve(series []inspect.RowSeries) template.HTML {
 
 // macroMean is the mean over tasks of each task's mean reward, the number
 // every reward in the viewer is.
-func macroMean(perTask map[string][]float64) (float64, bool) {
+func macroMean(it inspect.IterationSeries) (float64, bool) {
 	var sum float64
 	n := 0
-	for _, rs := range perTask {
-		if len(rs) == 0 {
-			continue
+	for _, r := range it.Tasks {
+		if r.N() > 0 {
+			sum += r.Mean()
+			n++
 		}
-		var s float64
-		for _, r := range rs {
-			s += r
-		}
-		sum += s / float64(len(rs))
-		n++
 	}
 	return sum / float64(n), n > 0
 }

@@ -250,11 +250,7 @@ func runInspect(ctx context.Context, o *InspectOptions) error {
 		}
 		return cmp.WriteText(o.IO.Out, tty)
 	case kind == rundir.KindMatrix:
-		sum, err := inspect.Summarize(o.Dir)
-		if err != nil {
-			return err
-		}
-		rows, err := inspect.List(o.Dir)
+		sum, rows, err := inspect.SummarizeMatrix(o.Dir)
 		if err != nil {
 			return err
 		}
