@@ -191,3 +191,50 @@ func BenchmarkContainerRunNop(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIterationGrowth checks that the orchestrator's cost per trial
+// does not grow with the run: one op is a whole offline lab run of 50 tasks
+// x 50 iterations on fake trials. It reports the cost per trial of
+// iteration 2 (early-ns/trial) and of iteration 50 (late-ns/trial), each
+// an iteration's wall time over its trials, and their ratio (late/early),
+// plus the means over iterations 2-6 and 46-50 (early5-, late5-ns/trial),
+// which a busy machine disturbs less.
+func BenchmarkIterationGrowth(b *testing.B) {
+	const nTasks, iterations = 50, 50
+	tasks := make([]string, nTasks)
+	for i := range tasks {
+		tasks[i] = fmt.Sprintf("t%02d", i)
+	}
+	base := b.TempDir()
+	perTrial := make([]float64, iterations+1)
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		tr := newBenchRun(b, base, conditions.LearnedMediator, conditions.PolicyAll, AgentLab, tasks, iterations)
+		var started time.Time
+		tr.run.Events = func(e Event) {
+			switch e.Kind {
+			case EventIterationStart:
+				started = time.Now()
+			case EventIterationDone:
+				perTrial[e.Iteration] += float64(time.Since(started).Nanoseconds()) / nTasks / float64(b.N)
+			}
+		}
+		b.StartTimer()
+		if res := tr.run.Execute(context.Background()); res.Err != nil || res.Scored != nTasks*iterations {
+			b.Fatalf("run: status %s, %d scored of %d, err %v", res.Status, res.Scored, nTasks*iterations, res.Err)
+		}
+	}
+	b.StopTimer()
+	mean := func(from, to int) float64 {
+		s := 0.0
+		for it := from; it <= to; it++ {
+			s += perTrial[it]
+		}
+		return s / float64(to-from+1)
+	}
+	b.ReportMetric(perTrial[2], "early-ns/trial")
+	b.ReportMetric(perTrial[iterations], "late-ns/trial")
+	b.ReportMetric(perTrial[iterations]/perTrial[2], "late/early")
+	b.ReportMetric(mean(2, 6), "early5-ns/trial")
+	b.ReportMetric(mean(iterations-4, iterations), "late5-ns/trial")
+}
