@@ -210,7 +210,9 @@ func (t *Tap) Close() map[string]Usage {
 	t.l.mu.Lock()
 	defer t.l.mu.Unlock()
 	t.l.taps = slices.DeleteFunc(t.l.taps, func(o *Tap) bool { return o == t })
-	return t.charges
+	c := t.charges
+	t.charges = map[string]Usage{}
+	return c
 }
 
 // SnapshotTaking is Snapshot and t.Take in one step, so that no charge is
