@@ -2,8 +2,10 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mediated-coevo/harness/conditions"
@@ -189,5 +191,28 @@ func TestCachedInputTokensReachMetrics(t *testing.T) {
 	}
 	if saved := mustLoadState(t, tr.run.Dir.Path).Ledger.Total.CachedInputTokens; saved != total {
 		t.Errorf("state.json's ledger holds %d cached input tokens; want %d", saved, total)
+	}
+}
+
+// A journal line that is complete but does not decode is damage: the
+// resume is refused and the directory, run.json included, left as it was.
+func TestDamagedSpendJournalRefusesResume(t *testing.T) {
+	tr := interruptedRun(t)
+	dir := tr.run.Dir.Path
+	path := filepath.Join(dir, rundir.SpendJournalFile)
+	if err := os.WriteFile(path, []byte("{\"epoch\": oops}\n{\"epoch\":1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := tr.run.Dir.Manifest().Status
+	again := buildTestRun(tr.run.Config, tr.run.Dir, conditions.LearnedMediator, conditions.PolicyNone, []string{"a", "b"}, 2)
+	res := again.run.Execute(context.Background())
+	if !errors.Is(res.Err, rundir.ErrDamaged) || !strings.Contains(res.Err.Error(), "spend journal") {
+		t.Fatalf("resume: %v; want the damaged spend journal refused", res.Err)
+	}
+	if got := again.run.Dir.Manifest().Status; got != before {
+		t.Errorf("run.json status %s after the refused resume; want %s as before", got, before)
+	}
+	if got, _ := os.ReadFile(path); !strings.HasPrefix(string(got), "{\"epoch\": oops}") {
+		t.Errorf("the journal was changed: %q", got)
 	}
 }

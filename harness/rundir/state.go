@@ -167,7 +167,8 @@ type SpendRecord[Usage any] struct {
 
 // ReadSpendJournal returns the records of dir's spend journal that carry
 // epoch, in order. A missing journal holds none; a torn last line (a crash
-// while appending) is skipped, as that record was never complete.
+// while appending) is skipped, as that record was never complete. Any other
+// line that does not decode is damage (ErrDamaged).
 func ReadSpendJournal[Usage any](dir string, epoch int) ([]SpendRecord[Usage], error) {
 	var recs []SpendRecord[Usage]
 	path := filepath.Join(dir, SpendJournalFile)
@@ -182,7 +183,9 @@ func ReadSpendJournal[Usage any](dir string, epoch int) ([]SpendRecord[Usage], e
 		return nil
 	})
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("read the spend journal %s: %w", path, err)
+		return nil, fmt.Errorf("%w: the spend journal cannot be read (%v), so what the run spent since its checkpoint is unknown. "+
+			"Put the file back as it was (from a backup or a copy of the directory) and resume again, or delete the damaged line "+
+			"(its spend is then not counted); nothing was changed", ErrDamaged, err)
 	}
 	return recs, nil
 }
