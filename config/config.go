@@ -126,7 +126,7 @@ type Model struct {
 	PriceCachedInputPerMTok *float64 `toml:"price_cached_input_per_mtok,omitempty"`
 	// MaxConnections caps the calls in flight at once to this model at this
 	// endpoint, across every role and row sharing it; 0 means no cap.
-	MaxConnections int `toml:"max_connections,omitempty"`
+	MaxConnections int `toml:"max_connections,omitzero"`
 }
 
 // Lab is [labs.<name>]: the Executor side of a lab.
