@@ -408,7 +408,9 @@ func TestValidateRanges(t *testing.T) {
 		{"openai without base_url", func(c *Config) { setModel(c, conditions.RoleCode, func(m *Model) { m.BaseURL = "" }) }, "models.code.base_url"},
 		{"key pasted into api_key_env", func(c *Config) { setModel(c, conditions.RoleCode, func(m *Model) { m.APIKeyEnv = "sk-or-v1-abc" }) }, "models.code.api_key_env"},
 		{"temperature", func(c *Config) { setModel(c, conditions.RoleCode, func(m *Model) { m.Temperature = ptr(3.0) }) }, "models.code.temperature"},
-		{"negative cached price", func(c *Config) { setModel(c, conditions.RoleCode, func(m *Model) { m.PriceCachedInputPerMTok = ptr(-1.0) }) }, "models.code.price_cached_input_per_mtok"},
+		{"negative cached price", func(c *Config) {
+			setModel(c, conditions.RoleCode, func(m *Model) { m.PriceCachedInputPerMTok = ptr(-1.0) })
+		}, "models.code.price_cached_input_per_mtok"},
 		{"negative max_connections", func(c *Config) { setModel(c, conditions.RoleCode, func(m *Model) { m.MaxConnections = -1 }) }, "models.code.max_connections"},
 		{"negative price", func(c *Config) { setModel(c, conditions.RoleCode, func(m *Model) { m.PriceOutputPerMTok = ptr(-1.0) }) }, "models.code.price_output_per_mtok"},
 		{"zero timeout", func(c *Config) { setModel(c, conditions.RoleCode, func(m *Model) { m.Timeout = Duration{} }) }, "models.code.timeout"},
