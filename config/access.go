@@ -94,6 +94,7 @@ func (m Model) clone() Model {
 	m.Seed = clonePtr(m.Seed)
 	m.PriceInputPerMTok = clonePtr(m.PriceInputPerMTok)
 	m.PriceOutputPerMTok = clonePtr(m.PriceOutputPerMTok)
+	m.PriceCachedInputPerMTok = clonePtr(m.PriceCachedInputPerMTok)
 	return m
 }
 

@@ -154,6 +154,12 @@ type Model struct {
 	// Prices in USD per million tokens; nil means unknown.
 	PriceInputPerMTok  *float64 `toml:"price_input_per_mtok"`
 	PriceOutputPerMTok *float64 `toml:"price_output_per_mtok"`
+	// PriceCachedInputPerMTok is the price of input tokens the endpoint
+	// reports as read from its prompt cache; nil prices them as fresh input.
+	PriceCachedInputPerMTok *float64 `toml:"price_cached_input_per_mtok,omitempty"`
+	// MaxConnections caps the calls in flight at once to this model at this
+	// endpoint, across every role and row sharing it; 0 means no cap.
+	MaxConnections int `toml:"max_connections,omitzero"`
 }
 
 // Lab is [labs.<name>]: the Executor side of a lab.

@@ -105,7 +105,7 @@ func TestDefaultFileDefinesEveryKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	optional := map[string]bool{"top_p": true, "seed": true}
+	optional := map[string]bool{"top_p": true, "seed": true, "price_cached_input_per_mtok": true, "max_connections": true}
 	root := fileSchema()
 	var walk func(n *schemaNode, k toml.Key)
 	walk = func(n *schemaNode, k toml.Key) {
@@ -419,6 +419,10 @@ func TestValidateRanges(t *testing.T) {
 		{"openai without base_url", func(c *Config) { setModel(c, conditions.RoleCode, func(m *Model) { m.BaseURL = "" }) }, "models.code.base_url"},
 		{"key pasted into api_key_env", func(c *Config) { setModel(c, conditions.RoleCode, func(m *Model) { m.APIKeyEnv = "sk-or-v1-abc" }) }, "models.code.api_key_env"},
 		{"temperature", func(c *Config) { setModel(c, conditions.RoleCode, func(m *Model) { m.Temperature = ptr(3.0) }) }, "models.code.temperature"},
+		{"negative cached price", func(c *Config) {
+			setModel(c, conditions.RoleCode, func(m *Model) { m.PriceCachedInputPerMTok = ptr(-1.0) })
+		}, "models.code.price_cached_input_per_mtok"},
+		{"negative max_connections", func(c *Config) { setModel(c, conditions.RoleCode, func(m *Model) { m.MaxConnections = -1 }) }, "models.code.max_connections"},
 		{"negative price", func(c *Config) { setModel(c, conditions.RoleCode, func(m *Model) { m.PriceOutputPerMTok = ptr(-1.0) }) }, "models.code.price_output_per_mtok"},
 		{"zero timeout", func(c *Config) { setModel(c, conditions.RoleCode, func(m *Model) { m.Timeout = Duration{} }) }, "models.code.timeout"},
 		{"missing role", func(c *Config) { delete(c.Models, conditions.RoleCompactor) }, "models.compactor"},
@@ -763,6 +767,10 @@ func TestFingerprint(t *testing.T) {
 		{"launcher", func(c *Config) {
 			c.Launcher = Launcher{Kind: LauncherSlurm, Partition: "p", Sbatch: []string{"--qos=x"}}
 		}, false},
+		{"max connections", func(c *Config) { setModel(c, conditions.RolePlanner, func(m *Model) { m.MaxConnections = 4 }) }, false},
+		{"cached input price", func(c *Config) {
+			setModel(c, conditions.RolePlanner, func(m *Model) { v := 0.3; m.PriceCachedInputPerMTok = &v })
+		}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -175,6 +175,9 @@ func decodeLayer(c *Config, data []byte, file string, inherit bool) (*layerMeta,
 			if !lmd.IsDefined("models", role, "price_output_per_mtok") {
 				m.PriceOutputPerMTok = nil
 			}
+			if !lmd.IsDefined("models", role, "price_cached_input_per_mtok") {
+				m.PriceCachedInputPerMTok = nil
+			}
 			// The context window belongs to the model too, and compaction
 			// trusts it: an inherited window of another model would let
 			// transcripts overflow a smaller one. There is no safe guess.

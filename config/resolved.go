@@ -178,7 +178,8 @@ func Fingerprint(c *Config) string {
 	rt.Backend, rt.DockerHost, rt.DockerHosts, rt.Concurrency, rt.MaxContainers = "", "", nil, 0, 0
 	rt.KeepContainers, rt.RemoteFetch, rt.TaskCacheDir = false, false, ""
 	for role, m := range cc.Models {
-		m.APIKeyEnv = ""
+		// How many calls may wait on a model at once changes no answer.
+		m.APIKeyEnv, m.MaxConnections = "", 0
 		cc.Models[role] = m
 	}
 	var buf bytes.Buffer

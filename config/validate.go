@@ -253,6 +253,10 @@ func validateModel(ck *checker, role conditions.Role, m Model) {
 	if m.PriceOutputPerMTok != nil {
 		ck.notNegative(k("price_output_per_mtok"), *m.PriceOutputPerMTok)
 	}
+	if m.PriceCachedInputPerMTok != nil {
+		ck.notNegative(k("price_cached_input_per_mtok"), *m.PriceCachedInputPerMTok)
+	}
+	ck.atLeast(k("max_connections"), int64(m.MaxConnections), 0)
 }
 
 func (c *Config) validateLabs(ck *checker) {

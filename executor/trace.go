@@ -58,6 +58,10 @@ type Timings struct {
 	Agent    time.Duration `json:"agent_ns"`
 	Verifier time.Duration `json:"verifier_ns"`
 	Total    time.Duration `json:"total_ns"`
+	// Queue is how long the trial waited for its turn: for the budget of
+	// trials in flight (TrialSpec.Queued) and for a container slot. It is
+	// in none of the above, Total included.
+	Queue time.Duration `json:"queue_ns,omitempty"`
 }
 
 // Usage counts the model tokens and cost of a trial's agent.

@@ -48,6 +48,9 @@ type TrialSpec struct {
 	TrialID   string
 	Seed      int64
 	Caller    string
+	// Queued is how long the trial already waited for its turn before Run
+	// (a budget of trials in flight); it is recorded as queue time.
+	Queued time.Duration
 }
 
 // Runner runs trials: image, container, agent, verifier, cleanup.
@@ -122,6 +125,7 @@ func (r *Runner) Run(ctx context.Context, spec TrialSpec) *Trace {
 		TrialID:   spec.TrialID,
 		JobDir:    spec.JobDir,
 		StartedAt: start.UTC(),
+		Timings:   Timings{Queue: spec.Queued},
 	}
 	if spec.Task != nil {
 		tr.TaskID = spec.Task.ID
@@ -129,7 +133,7 @@ func (r *Runner) Run(ctx context.Context, spec TrialSpec) *Trace {
 	if spec.Agent != nil {
 		tr.Agent = spec.Agent.Name()
 	}
-	defer r.finish(tr, start)
+	defer r.finish(tr, start, spec.Queued)
 
 	if err := r.check(spec); err != nil {
 		r.envFailure(ctx, tr, err)
@@ -173,6 +177,11 @@ func (r *Runner) Run(ctx context.Context, spec TrialSpec) *Trace {
 		tr.Engine, tr.Image = pl.Engine, cmp.Or(pl.Image, tr.Image)
 		tr.Timings.Build += pl.Build
 		tr.Timings.Setup -= pl.Build
+	}
+	if q, ok := sb.(interface{ QueueWait() time.Duration }); ok {
+		// Waiting for a container slot is queueing, not setting up.
+		tr.Timings.Setup -= q.QueueWait()
+		tr.Timings.Queue += q.QueueWait()
 	}
 	if w, ok := sb.(interface{ Warnings() []string }); ok {
 		tr.Warnings = append(tr.Warnings, w.Warnings()...)
@@ -355,7 +364,9 @@ func (r *Runner) cancelled(ctx context.Context, tr *Trace, phase string) {
 	SetCause(tr, CauseCancelled, err)
 }
 
-func (r *Runner) finish(tr *Trace, start time.Time) {
+// finish completes the trace. queued is the wait before Run, which start
+// already leaves out; the wait for a container slot since is taken out too.
+func (r *Runner) finish(tr *Trace, start time.Time, queued time.Duration) {
 	if tr.Status != StatusScored && tr.Cause == "" && len(tr.Errors) > 0 {
 		// A failure recorded without a part: blame the part the status names.
 		part := map[Status]string{StatusEnvFailure: CauseSandbox, StatusVerifierError: CauseVerifier,
@@ -363,7 +374,7 @@ func (r *Runner) finish(tr *Trace, start time.Time) {
 		tr.Cause = cmp.Or(part, CauseAgent) + ": " + tr.Errors[0]
 	}
 	tr.FinishedAt = time.Now().UTC()
-	tr.Timings.Total = time.Since(start)
+	tr.Timings.Total = time.Since(start) - (tr.Timings.Queue - queued)
 	if tr.JobDir == "" {
 		return
 	}

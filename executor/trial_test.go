@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/llm"
@@ -303,5 +304,43 @@ func TestExcerpt(t *testing.T) {
 	}
 	if got := excerpt(strings.Repeat("é", 100), 51); !strings.HasSuffix(got, "é") || strings.ContainsRune(got, '\uFFFD') {
 		t.Errorf("excerpt split a rune: %q", got)
+	}
+}
+
+// queuedBackend's StartSandbox takes wait, of which queued is spent
+// waiting for a slot, as the Docker backend reports it.
+type queuedBackend struct {
+	fakeBackend
+	wait, queued time.Duration
+}
+
+type queuedSandbox struct {
+	*fakeSandbox
+	queued time.Duration
+}
+
+func (s queuedSandbox) QueueWait() time.Duration { return s.queued }
+
+func (b *queuedBackend) StartSandbox(ctx context.Context, spec ContainerSpec) (ClosableSandbox, error) {
+	time.Sleep(b.wait)
+	return queuedSandbox{b.sb, b.queued}, nil
+}
+
+// The wait for a turn is queue time: before Run (TrialSpec.Queued) and for
+// a container slot inside setup. Neither is setup, nor in the total.
+func TestRunnerRecordsQueueApartFromSetup(t *testing.T) {
+	const slot, setup, before = 60 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond
+	b := &queuedBackend{fakeBackend: fakeBackend{sb: &fakeSandbox{logs: map[string]string{"reward.txt": "1"}}}, wait: slot + setup, queued: slot}
+	start := time.Now()
+	tr := (&Runner{Backend: b}).Run(context.Background(), TrialSpec{Task: fakeTask(t), Agent: NopAgent{}, Queued: before})
+	wall := time.Since(start)
+	if tr.Timings.Queue != before+slot {
+		t.Errorf("queue %v; want %v (before Run) + %v (container slot)", tr.Timings.Queue, before, slot)
+	}
+	if tr.Timings.Setup < setup || tr.Timings.Setup >= slot+setup {
+		t.Errorf("setup %v; want %v or a little more, without the slot's %v", tr.Timings.Setup, setup, slot)
+	}
+	if tr.Timings.Total > wall-slot {
+		t.Errorf("total %v; want at most the trial's %v less the slot's %v", tr.Timings.Total, wall, slot)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,4 +192,59 @@ func BenchmarkContainerRunNop(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N*nTasks), "ms/trial")
 		})
 	}
+}
+
+// BenchmarkIterationGrowth checks that the orchestrator's cost per trial
+// does not grow with the run: one op is a whole offline lab run of 50 tasks
+// x 50 iterations on fake trials, under learned_mediator (a Planner and a
+// Mediator call per trial, so the ledger gains callers with every trial)
+// and without skill updates, whose validation trials would make some
+// iterations do more work than others. It reports the cost per trial of
+// iteration 2 (early-ns/trial) and of iteration 50 (late-ns/trial), each
+// an iteration's wall time over its trials, and their ratio (late/early),
+// plus the medians over iterations 2-11 and 41-50 (early10-, late10-ns/trial)
+// and their ratio, which a busy machine disturbs less.
+func BenchmarkIterationGrowth(b *testing.B) {
+	const nTasks, iterations = 50, 50
+	tasks := make([]string, nTasks)
+	for i := range tasks {
+		tasks[i] = fmt.Sprintf("t%02d", i)
+	}
+	base := b.TempDir()
+	perTrial := make([]float64, iterations+1)
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		tr := newBenchRun(b, base, conditions.LearnedMediator, conditions.PolicyNone, AgentLab, tasks, iterations)
+		var started time.Time
+		tr.run.Events = func(e Event) {
+			switch e.Kind {
+			case EventIterationStart:
+				started = time.Now()
+			case EventIterationDone:
+				perTrial[e.Iteration] += float64(time.Since(started).Nanoseconds()) / nTasks / float64(b.N)
+			}
+		}
+		b.StartTimer()
+		if res := tr.run.Execute(context.Background()); res.Err != nil || res.Scored != nTasks*iterations {
+			b.Fatalf("run: status %s, %d scored of %d, err %v", res.Status, res.Scored, nTasks*iterations, res.Err)
+		}
+	}
+	b.StopTimer()
+	median := func(from, to int) float64 {
+		v := slices.Clone(perTrial[from : to+1])
+		slices.Sort(v)
+		return (v[(len(v)-1)/2] + v[len(v)/2]) / 2
+	}
+	series := make([]string, 0, iterations)
+	for it := 1; it <= iterations; it++ {
+		series = append(series, fmt.Sprintf("%.1f", perTrial[it]/1e6))
+	}
+	b.Logf("ms per trial by iteration: %s", strings.Join(series, " "))
+	b.ReportMetric(perTrial[2], "early-ns/trial")
+	b.ReportMetric(perTrial[iterations], "late-ns/trial")
+	b.ReportMetric(perTrial[iterations]/perTrial[2], "late/early")
+	early, late := median(2, 11), median(iterations-9, iterations)
+	b.ReportMetric(early, "early10-ns/trial")
+	b.ReportMetric(late, "late10-ns/trial")
+	b.ReportMetric(late/early, "late10/early10")
 }

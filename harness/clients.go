@@ -17,7 +17,9 @@ type Clients struct {
 // NewClients builds a client for every role of the configuration, each on a
 // provider from providers. seed feeds the offline provider. calls, when not
 // nil, is given a record of every call of every client (see CallLog).
-func NewClients(cfg *config.Config, ledger *llm.Ledger, seed int64, providers ProviderFunc, calls llm.CallRecorder) (*Clients, error) {
+// conns, when not nil, caps the calls in flight per model (max_connections)
+// across every client built with it.
+func NewClients(cfg *config.Config, ledger *llm.Ledger, seed int64, providers ProviderFunc, calls llm.CallRecorder, conns *llm.Connections) (*Clients, error) {
 	c := &Clients{byRole: map[conditions.Role]*llm.Client{}, offline: true}
 	redactor := cfg.Redactor()
 	for _, role := range conditions.ModelRoles() {
@@ -32,8 +34,12 @@ func NewClients(cfg *config.Config, ledger *llm.Ledger, seed int64, providers Pr
 		if !p.Offline() {
 			c.offline = false
 		}
+		gate, err := conns.For(string(role), m)
+		if err != nil {
+			return nil, err
+		}
 		c.byRole[role] = &llm.Client{Provider: p, Ledger: ledger, Role: string(role), Model: m.Model, Recorder: calls,
-			Redactor: redactor}
+			Redactor: redactor, Gate: gate}
 	}
 	return c, nil
 }

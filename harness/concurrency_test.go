@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 // spanTrials records when each trial of its inner runner started and ended.
@@ -94,5 +96,51 @@ func TestMatrixCapsTrialsInFlight(t *testing.T) {
 		if got := maxOverlap(spans.spans); got > j {
 			t.Errorf("-j %d: %d trials in flight at once", j, got)
 		}
+	}
+}
+
+// heldTrials holds each trial until released and reports the wait it
+// was handed, as executor.Runner does.
+type heldTrials struct{ release chan struct{} }
+
+func (h heldTrials) Run(ctx context.Context, spec executor.TrialSpec) *executor.Trace {
+	<-h.release
+	return &executor.Trace{TaskID: spec.Task.ID, Timings: executor.Timings{Queue: spec.Queued}}
+}
+
+// A trial that waits for the budget of trials in flight records the wait
+// as its queue time, and its metric row carries it as queue_ms.
+func TestCappedTrialsRecordQueueTime(t *testing.T) {
+	const held = 60 * time.Millisecond
+	inner := heldTrials{release: make(chan struct{})}
+	capped := capTrials(inner, 1)
+	task := &benchmarks.Task{ID: "a"}
+	first := make(chan *executor.Trace)
+	go func() { first <- capped.Run(context.Background(), executor.TrialSpec{Task: task}) }()
+	// The first trial holds the only slot before the second asks for it.
+	for len(capped.(*cappedTrials).slots) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	second := make(chan *executor.Trace)
+	asked := make(chan struct{})
+	go func() {
+		close(asked)
+		second <- capped.Run(context.Background(), executor.TrialSpec{Task: task})
+	}()
+	<-asked
+	time.Sleep(held)
+	inner.release <- struct{}{} // the first trial ends
+	if q := (<-first).Timings.Queue; q > held/2 {
+		t.Errorf("first trial queued %v; it had a slot at once", q)
+	}
+	inner.release <- struct{}{}
+	tr := <-second
+	if tr.Timings.Queue < held*3/4 {
+		t.Errorf("second trial queued %v; want about %v, the time the first held the slot", tr.Timings.Queue, held)
+	}
+	var row rundir.MetricRow
+	fillTraceColumns(&row, tr)
+	if row.QueueMS != tr.Timings.Queue.Milliseconds() || row.TrialMS != 0 {
+		t.Errorf("metric row queue_ms %d, trial_ms %d; want %d and 0", row.QueueMS, row.TrialMS, tr.Timings.Queue.Milliseconds())
 	}
 }

@@ -122,7 +122,8 @@ func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Tas
 	student := r.student(k - 1)
 	row := r.baseRow(cp.iteration, task.ID, trialID, student, cp.hashes)
 	row.Phase, row.CheckpointIteration = rundir.PhaseEval, int32(cp.iteration)
-	before := r.Ledger.ByCaller()
+	tap := r.trialTap(trialID)
+	defer tap.Close()
 	plan := ""
 	if r.AgentKind == AgentLab {
 		allowed := r.visible(conditions.ConsumerPlannerPlan)
@@ -135,7 +136,7 @@ func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Tas
 				return row, fmt.Errorf("plan evaluation trial %s: %w", trialID, err)
 			}
 			row.Status = string(executor.StatusAgentError)
-			return r.finishRow(row, before), nil
+			return r.finishRow(row, tap.Take()), nil
 		}
 		if fellBack {
 			row.Fallbacks++
@@ -161,5 +162,5 @@ func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Tas
 		return row, err
 	}
 	r.emit(Event{Kind: EventEvaluationTrialDone, Iteration: cp.iteration, Task: task.ID, Status: string(trace.Status), Reward: trace.Reward})
-	return r.finishRow(row, before), nil
+	return r.finishRow(row, tap.Take()), nil
 }

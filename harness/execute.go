@@ -30,6 +30,9 @@ type ExecOptions struct {
 	// Backend provides the trials' sandboxes; Providers reach the models.
 	Backend   Backend
 	Providers ProviderFunc
+	// Connections caps calls per model (max_connections) across every row;
+	// nil gives the execution a registry of its own.
+	Connections *llm.Connections
 	// Args are the command-line arguments, recorded in config.toml.
 	Args []string
 	// ForceResume continues a run whose configuration changed.
@@ -87,7 +90,11 @@ func Execute(ctx context.Context, o ExecOptions) (*Outcome, error) {
 			events(e)
 		}
 	}
-	ex := &execution{opts: o, cfg: cfg, tasks: o.Tasks, pool: o.Pool, trials: trials, ledger: ledger}
+	conns := o.Connections
+	if conns == nil {
+		conns = llm.NewConnections()
+	}
+	ex := &execution{opts: o, cfg: cfg, tasks: o.Tasks, pool: o.Pool, trials: trials, ledger: ledger, conns: conns}
 	if p.Kind == rundir.KindMatrix {
 		return ex.matrix(ctx)
 	}
@@ -107,6 +114,7 @@ type execution struct {
 	pool   []*benchmarks.Task
 	trials TrialRunner
 	ledger *llm.Ledger
+	conns  *llm.Connections
 }
 
 func (ex *execution) manifest(row RowSpec, matrixID string) rundir.Manifest {
@@ -183,7 +191,7 @@ func (ex *execution) runRow(ctx context.Context, d *rundir.Dir, row RowSpec, mat
 		return ro
 	}
 	defer calls.Close()
-	clients, err := NewClients(ex.cfg, ledger, row.Seed, ex.opts.Providers, calls)
+	clients, err := NewClients(ex.cfg, ledger, row.Seed, ex.opts.Providers, calls, ex.conns)
 	if err != nil {
 		ro.Status, ro.Error, ro.Result = rundir.StatusFailed, err.Error(), Result{Status: rundir.StatusFailed, Err: err}
 		return ro
@@ -384,15 +392,17 @@ func capTrials(inner TrialRunner, n int) TrialRunner {
 	return &cappedTrials{inner: inner, slots: make(chan struct{}, max(1, n))}
 }
 
-// Run waits for a slot, then runs the trial. A trial cancelled while it
-// waits still goes to the inner runner, which records it as it does any
-// trial whose context is cancelled.
+// Run waits for a slot, then runs the trial; the wait is the trial's queue
+// time. A trial cancelled while it waits still goes to the inner runner,
+// which records it as it does any trial whose context is cancelled.
 func (c *cappedTrials) Run(ctx context.Context, spec executor.TrialSpec) *executor.Trace {
+	start := time.Now()
 	select {
 	case c.slots <- struct{}{}:
 		defer func() { <-c.slots }()
 	case <-ctx.Done():
 	}
+	spec.Queued += time.Since(start)
 	return c.inner.Run(ctx, spec)
 }
 

@@ -69,8 +69,8 @@ type Run struct {
 	// Meta is how the run was started, recorded with a forced resume's
 	// configuration.
 	Meta config.RunMeta
-	// spendMu serializes writes of state.json: the checkpoint, and the
-	// spend saved after every trial.
+	// spendMu serializes the spend's saves: the journal record after every
+	// trial, and the checkpoint that folds the journal into state.json.
 	spendMu sync.Mutex
 	// MatrixLedger, for a row of a matrix, is the matrix-wide ledger Ledger
 	// charges; its wall clock is saved with the row's state.
@@ -83,12 +83,16 @@ type Run struct {
 	rejected    *durable.Log
 	updates     *durable.Log
 	reflections *durable.Log
-	store       *skills.Store
-	planner     *mediator.Planner
-	mediator    *mediator.Mediator
-	advisor     *mediator.Advisor
-	reflector   *mediator.Reflector
-	mu          sync.Mutex
+	// spend is the spend journal; spendTap collects the charges it has
+	// not recorded yet (see spend.go).
+	spend     *durable.Log
+	spendTap  *llm.Tap
+	store     *skills.Store
+	planner   *mediator.Planner
+	mediator  *mediator.Mediator
+	advisor   *mediator.Advisor
+	reflector *mediator.Reflector
+	mu        sync.Mutex
 }
 
 // EventKind says what happened in an Event.
@@ -359,7 +363,8 @@ func gatherOutcomes(outcomes []taskOutcome) iterationOutcome {
 // it writes the iteration's metric rows and checkpoints.
 func (r *Run) closeIteration(ctx context.Context, it int, done iterationOutcome) error {
 	r.bufferProposals(done.proposals)
-	coevoBefore := r.Ledger.ByCaller()
+	coevo := r.Ledger.Tap(func(caller string) bool { return strings.HasPrefix(caller, "coevo/") })
+	defer coevo.Close()
 	updates, err := r.evolve(ctx, it)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -372,7 +377,7 @@ func (r *Run) closeIteration(ctx context.Context, it int, done iterationOutcome)
 	for i := range rows {
 		rows[i].SkillUpdates = updates
 	}
-	spreadCoevo(rows, coevoUsage(coevoBefore, r.Ledger.ByCaller()))
+	spreadCoevo(rows, coevoUsage(coevo.Take()))
 	if err := rundir.WriteMetricsPart(r.Dir.MetricsDir(), it, rows); err != nil {
 		return err
 	}
@@ -455,33 +460,32 @@ func fillTraceColumns(row *rundir.MetricRow, t *executor.Trace) {
 	row.AgentMS = t.Timings.Agent.Milliseconds()
 	row.VerifierMS = t.Timings.Verifier.Milliseconds()
 	row.TrialMS = t.Timings.Total.Milliseconds()
+	row.QueueMS = t.Timings.Queue.Milliseconds()
 	row.Warnings = append([]string{}, t.Warnings...)
 	row.Cause = t.Cause
 	row.MalformedToolCalls = int32(t.Usage.MalformedToolCalls)
 }
 
-// finishRow fills the token and cost columns from what the ledger charged
-// while this task's work ran. Callers are per task, so concurrent tasks are
-// told apart by caller path only where paths differ; shared callers (the
-// planner) are attributed by difference, which is exact when the task's work
-// is the only work under that caller at the time and an upper bound otherwise.
-func (r *Run) finishRow(row rundir.MetricRow, before map[string]llm.Usage) rundir.MetricRow {
-	after := r.Ledger.ByCaller()
-	for caller, u := range after {
-		b := before[caller]
-		d := llm.Usage{InputTokens: u.InputTokens - b.InputTokens, OutputTokens: u.OutputTokens - b.OutputTokens,
-			CostUSD: u.CostUSD - b.CostUSD, Calls: u.Calls - b.Calls, Failures: u.Failures - b.Failures,
-			Retries: u.Retries - b.Retries, EstimatedTokens: u.EstimatedTokens - b.EstimatedTokens}
+// trialTap collects what the ledger is charged for one trial's work from
+// now on: every per-trial caller path carries the trial id, so concurrent
+// trials never share one. Reading it costs what the trial spent, however
+// large the ledger has grown.
+func (r *Run) trialTap(trialID string) *llm.Tap {
+	return r.Ledger.Tap(func(caller string) bool { return ownsCaller(caller, trialID) })
+}
+
+// finishRow fills the token and cost columns from what a trial's tap
+// collected, by caller.
+func (r *Run) finishRow(row rundir.MetricRow, charges map[string]llm.Usage) rundir.MetricRow {
+	for caller, d := range charges {
 		if d.Calls == 0 && d.InputTokens == 0 && d.OutputTokens == 0 && d.CostUSD == 0 {
-			continue
-		}
-		if !r.ownsCaller(caller, row) {
 			continue
 		}
 		row.ModelCalls += int32(d.Calls)
 		row.ModelFailures += int32(d.Failures)
 		row.ModelRetries += int32(d.Retries)
 		row.EstimatedTokens += d.EstimatedTokens
+		row.CachedInputTokens += d.CachedInputTokens
 		// Every caller path starts with the role that made the call.
 		role, _, _ := strings.Cut(caller, "/")
 		switch conditions.Role(role) {
@@ -506,11 +510,11 @@ func (r *Run) finishRow(row rundir.MetricRow, before map[string]llm.Usage) rundi
 	return row
 }
 
-// ownsCaller reports whether a caller path belongs to this row's task. Every
-// per-task caller carries the trial id, so concurrent tasks never share one.
-func (r *Run) ownsCaller(caller string, row rundir.MetricRow) bool {
-	for _, seg := range strings.Split(caller, "/") {
-		if seg == row.TrialID {
+// ownsCaller reports whether a caller path belongs to a trial: one of its
+// segments is the trial id.
+func ownsCaller(caller, trialID string) bool {
+	for seg := range strings.SplitSeq(caller, "/") {
+		if seg == trialID {
 			return true
 		}
 	}
@@ -621,17 +625,13 @@ func (r *Run) pickUpNotes(it int) ([]string, error) {
 }
 
 // coevoUsage sums what co-evolution callers (advisor, drafts, validation
-// trials, reflection) spent between two ledger readings.
-func coevoUsage(before, after map[string]llm.Usage) llm.Usage {
+// trials, reflection) were charged, by caller.
+func coevoUsage(charges map[string]llm.Usage) llm.Usage {
 	var total llm.Usage
-	for caller, u := range after {
-		if !strings.HasPrefix(caller, "coevo/") {
-			continue
-		}
-		b := before[caller]
-		total.InputTokens += u.InputTokens - b.InputTokens
-		total.OutputTokens += u.OutputTokens - b.OutputTokens
-		total.CostUSD += u.CostUSD - b.CostUSD
+	for _, u := range charges {
+		total.InputTokens += u.InputTokens
+		total.OutputTokens += u.OutputTokens
+		total.CostUSD += u.CostUSD
 	}
 	return total
 }

@@ -72,7 +72,7 @@ func (r *Run) startOrRestore() (*State, error) {
 		}
 		// A fresh run starts from empty logs, even if an earlier attempt
 		// crashed before its first checkpoint.
-		for _, f := range []string{rundir.HistoryFile, rundir.RejectedFile, rundir.SkillUpdatesFile, rundir.ReflectionsFile} {
+		for _, f := range []string{rundir.HistoryFile, rundir.RejectedFile, rundir.SkillUpdatesFile, rundir.ReflectionsFile, rundir.SpendJournalFile} {
 			if err := durable.TruncateLines(filepath.Join(dir, f), 0); err != nil {
 				return nil, err
 			}
@@ -95,12 +95,16 @@ func (r *Run) startOrRestore() (*State, error) {
 			return nil, err
 		}
 		st.ConfigFingerprint = fingerprint
-		if err := st.Save(dir); err != nil {
+		if err := compactSpend(dir, st); err != nil {
 			return nil, err
 		}
 	}
 	if err := r.rewind(st); err != nil {
 		return nil, fmt.Errorf("restore %s to iteration %d: %w", dir, st.CompletedIteration, err)
+	}
+	// What the journal held is now in st alone, before anything is appended.
+	if err := compactSpend(dir, st); err != nil {
+		return nil, fmt.Errorf("fold the spend journal of %s into its checkpoint: %w", dir, err)
 	}
 	return st, nil
 }
@@ -118,8 +122,10 @@ func (r *Run) openLogs() error {
 	if r.updates, err = durable.OpenLog(filepath.Join(dir, rundir.SkillUpdatesFile)); err != nil {
 		return err
 	}
-	r.reflections, err = durable.OpenLog(filepath.Join(dir, rundir.ReflectionsFile))
-	return err
+	if r.reflections, err = durable.OpenLog(filepath.Join(dir, rundir.ReflectionsFile)); err != nil {
+		return err
+	}
+	return r.openSpend()
 }
 
 // makeRoles binds the lab's model-backed roles to their clients.
@@ -213,8 +219,7 @@ func (r *Run) checkpoint(it int) error {
 	r.st.ProvenanceLines = r.updates.Count()
 	r.st.ReflectionLines = r.reflections.Count()
 	r.st.SkillHashes = hashes
-	r.snapshotSpend(r.st)
-	if err := r.st.Save(r.Dir.Path); err != nil {
+	if err := r.saveCheckpoint(); err != nil {
 		// Not on disk, so not done: the run must not report it.
 		r.st.CompletedIteration = prev
 		return err
@@ -224,34 +229,6 @@ func (r *Run) checkpoint(it int) error {
 		m.Counts = maps.Clone(r.st.Counts)
 		m.TrialWarnings = maps.Clone(r.st.Warnings)
 	})
-}
-
-func (r *Run) snapshotSpend(st *State) {
-	if r.Ledger != nil {
-		st.Ledger = r.Ledger.Snapshot()
-	}
-	if r.MatrixLedger != nil {
-		st.MatrixElapsed = r.MatrixLedger.Snapshot().Elapsed
-	}
-}
-
-// saveSpend records what the run has spent so far, the iteration it was
-// stopped in included, in the last checkpoint without advancing it: the
-// resumed run redoes that iteration, but its cost and wall clock still count
-// against the budget. The rest of the checkpoint is read back from disk,
-// since the stopped iteration has already changed the state in memory.
-func (r *Run) saveSpend() error {
-	r.spendMu.Lock()
-	defer r.spendMu.Unlock()
-	st, err := LoadState(r.Dir.Path)
-	if err != nil || st == nil {
-		return err
-	}
-	r.snapshotSpend(st)
-	if err := st.Save(r.Dir.Path); err != nil {
-		return fmt.Errorf("save the spend of the stopped iteration: %w", err)
-	}
-	return nil
 }
 
 func (r *Run) finish(status rundir.Status, cause error) {
@@ -265,9 +242,12 @@ func (r *Run) finish(status rundir.Status, cause error) {
 }
 
 func (r *Run) close() {
-	for _, c := range []interface{ Close() error }{r.history, r.rejected, r.updates, r.reflections} {
+	for _, c := range []interface{ Close() error }{r.history, r.rejected, r.updates, r.reflections, r.spend} {
 		if c != nil {
 			c.Close()
 		}
+	}
+	if r.spendTap != nil {
+		r.spendTap.Close()
 	}
 }

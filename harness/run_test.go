@@ -51,6 +51,8 @@ func (f *fakeTrials) Run(ctx context.Context, spec executor.TrialSpec) *executor
 	}
 	tr := &executor.Trace{TaskID: spec.Task.ID, Iteration: spec.Iteration, TrialID: spec.TrialID, Agent: "fake",
 		VerifierOutput: fmt.Sprintf("DIAG-%s-%d verifier output", spec.Task.ID, spec.Iteration), Warnings: f.warnings[spec.Task.ID]}
+	// Like executor.Runner, the trace carries the wait before the trial.
+	tr.Timings.Queue = spec.Queued
 	if f.transcript {
 		if err := writeFakeTranscript(spec); err != nil {
 			tr.Status, tr.Errors = executor.StatusEnvFailure, []string{err.Error()}

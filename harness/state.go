@@ -29,27 +29,42 @@ func (b feedbackBook) clone() feedbackBook {
 }
 
 // LoadState reads state.json as rundir.LoadState does, with an empty
-// feedback book when the file holds none.
+// feedback book when the file holds none, and the spend journal's records
+// since it was saved added to its ledger.
 func LoadState(dir string) (*State, error) {
-	return withBook(rundir.LoadState[feedbackBook, mediator.Proposal, llm.LedgerSnapshot](dir))
+	return completed(dir)(rundir.LoadState[feedbackBook, mediator.Proposal, llm.LedgerSnapshot](dir))
 }
 
-// loadCheckpoint is rundir.LoadCheckpoint with an empty feedback book when
-// the file holds none.
+// loadCheckpoint is rundir.LoadCheckpoint completed as LoadState is.
 func loadCheckpoint(d *rundir.Dir) (*State, error) {
-	return withBook(rundir.LoadCheckpoint[feedbackBook, mediator.Proposal, llm.LedgerSnapshot](d))
+	return completed(d.Path)(rundir.LoadCheckpoint[feedbackBook, mediator.Proposal, llm.LedgerSnapshot](d))
 }
 
-func withBook(st *State, err error) (*State, error) {
-	if st != nil && st.Feedback.Traces == nil {
-		st.Feedback = newFeedbackBook()
+// completed fills in what a loaded state of the run in dir lacks: an empty
+// feedback book when the file holds none, and the spend since it was saved.
+func completed(dir string) func(*State, error) (*State, error) {
+	return func(st *State, err error) (*State, error) {
+		if st == nil || err != nil {
+			return st, err
+		}
+		if st.Feedback.Traces == nil {
+			st.Feedback = newFeedbackBook()
+		}
+		if err := foldSpend(dir, st); err != nil {
+			return nil, err
+		}
+		return st, nil
 	}
-	return st, err
 }
 
 // peekState reads state.json for a summary or a check; see rundir.PeekState.
+// The spend journal is added to its ledger when it can be read.
 func peekState(dir string) *State {
-	return rundir.PeekState[feedbackBook, mediator.Proposal, llm.LedgerSnapshot](dir)
+	st := rundir.PeekState[feedbackBook, mediator.Proposal, llm.LedgerSnapshot](dir)
+	if st != nil {
+		_ = foldSpend(dir, st)
+	}
+	return st
 }
 
 // completedIterations reads how many iterations the run in dir finished,

@@ -27,17 +27,17 @@ type taskRun struct {
 	trialID string
 	student string
 	row     rundir.MetricRow
-	// before is the ledger when the task began, so the row is charged
-	// with what this task spent.
-	before map[string]llm.Usage
-	out    taskOutcome
+	// tap collects what this task's work is charged, for its row.
+	tap *llm.Tap
+	out taskOutcome
 }
 
 func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task, in *iterationInput) taskOutcome {
 	t := &taskRun{r: r, it: it, task: task, in: in, trialID: fmt.Sprintf("i%04d-%s", it, task.ID), student: r.student(index)}
 	t.row = r.baseRow(it, task.ID, t.trialID, t.student, in.hashes)
 	t.row.HumanNotes = int32(len(in.notes))
-	t.before = r.Ledger.ByCaller()
+	t.tap = r.trialTap(t.trialID)
+	defer t.tap.Close()
 
 	plan, ok := t.plan(ctx)
 	if !ok {
@@ -64,7 +64,7 @@ func (t *taskRun) abort(err error) bool {
 // end ends the task's work with its metric row, and err (nil for none).
 func (t *taskRun) end(err error) bool {
 	t.out.err = err
-	t.out.row = t.r.finishRow(t.row, t.before)
+	t.out.row = t.r.finishRow(t.row, t.tap.Take())
 	return false
 }
 
@@ -121,7 +121,7 @@ func (t *taskRun) planFailed(ctx context.Context, err error) {
 	if !fatal {
 		t.r.emit(Event{Kind: EventTrialDone, Iteration: t.it, Task: t.task.ID, Status: t.row.Status, Message: t.row.Cause})
 	}
-	t.out.row = t.r.finishRow(t.row, t.before)
+	t.out.row = t.r.finishRow(t.row, t.tap.Take())
 }
 
 // trial is step 2: the Executor works in a fresh sandbox and the verifier

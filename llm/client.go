@@ -26,6 +26,9 @@ type Client struct {
 	// Recorder, when set, is given a record of every call, failed ones
 	// included.
 	Recorder CallRecorder
+	// Gate, when set, caps the calls in flight to the client's model
+	// endpoint, shared with every client given the same gate.
+	Gate *Gate
 	// Redactor, when set, replaces every configured key value in the
 	// provider's answers and errors before anything else sees them.
 	Redactor *config.Redactor
@@ -66,7 +69,13 @@ func (c *Client) call(ctx context.Context, req Request) (Response, CallRecord, e
 			return Response{}, rec, rec.Err
 		}
 	}
+	release, err := c.Gate.acquire(ctx)
+	if err != nil {
+		rec.Err = fmt.Errorf("call for %s: wait for a free connection to the model (max_connections %d): %w", req.Caller, c.Gate.Limit(), err)
+		return Response{}, rec, rec.Err
+	}
 	resp, err := c.Provider.Complete(ctx, req)
+	release()
 	resp.Message = redactMessage(c.Redactor, resp.Message)
 	err = redactError(c.Redactor, err)
 	rec.Latency = time.Since(rec.Start)

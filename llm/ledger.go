@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 )
@@ -40,6 +41,8 @@ type Ledger struct {
 	parent *Ledger
 	prefix string
 	now    func() time.Time
+	// taps see every charge made here while they are attached.
+	taps []*Tap
 }
 
 // NewLedger returns an empty ledger with the given limits.
@@ -81,6 +84,11 @@ func (l *Ledger) Charge(caller string, u Usage) {
 		cur.mu.Lock()
 		cur.byCaller[caller] = cur.byCaller[caller].Add(u)
 		cur.total = cur.total.Add(u)
+		for _, t := range cur.taps {
+			if t.match == nil || t.match(caller) {
+				t.charges[caller] = t.charges[caller].Add(u)
+			}
+		}
 		cur.mu.Unlock()
 		if cur.prefix != "" {
 			caller = cur.prefix + "/" + caller
@@ -150,6 +158,74 @@ func (l *Ledger) Total() Usage {
 	return l.total
 }
 
+// Elapsed is the wall-clock time spent so far, resumes included.
+func (l *Ledger) Elapsed() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.elapsedLocked()
+}
+
+// Tap collects the charges a ledger receives from the moment it is
+// attached, by caller (in that ledger's caller paths). Reading a tap costs
+// in proportion to what it collected, not to the ledger's size, so
+// per-trial bookkeeping need not copy the whole ledger.
+type Tap struct {
+	l       *Ledger
+	match   func(caller string) bool
+	charges map[string]Usage
+}
+
+// Tap attaches a tap that collects the charges whose caller match accepts
+// (all of them when match is nil). Detach it with Close.
+func (l *Ledger) Tap(match func(caller string) bool) *Tap {
+	t := &Tap{l: l, match: match, charges: map[string]Usage{}}
+	l.mu.Lock()
+	l.taps = append(l.taps, t)
+	l.mu.Unlock()
+	return t
+}
+
+// Take returns what the tap collected since it was attached or last taken,
+// and empties it.
+func (t *Tap) Take() map[string]Usage {
+	t.l.mu.Lock()
+	defer t.l.mu.Unlock()
+	c := t.charges
+	t.charges = map[string]Usage{}
+	return c
+}
+
+// Return gives back charges Take returned that could not be recorded, so
+// the next Take has them again.
+func (t *Tap) Return(charges map[string]Usage) {
+	t.l.mu.Lock()
+	defer t.l.mu.Unlock()
+	for caller, u := range charges {
+		t.charges[caller] = t.charges[caller].Add(u)
+	}
+}
+
+// Close detaches the tap and returns what it collected since last taken.
+func (t *Tap) Close() map[string]Usage {
+	t.l.mu.Lock()
+	defer t.l.mu.Unlock()
+	t.l.taps = slices.DeleteFunc(t.l.taps, func(o *Tap) bool { return o == t })
+	c := t.charges
+	t.charges = map[string]Usage{}
+	return c
+}
+
+// SnapshotTaking is Snapshot and t.Take in one step, so that no charge is
+// both in the snapshot and in what the tap collects next. t must be
+// attached to l.
+func (l *Ledger) SnapshotTaking(t *Tap) (LedgerSnapshot, map[string]Usage) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	taken := t.charges
+	t.charges = map[string]Usage{}
+	return LedgerSnapshot{ByCaller: maps.Clone(l.byCaller), Total: l.total, Elapsed: l.elapsedLocked()}, taken
+}
+
 // LedgerSnapshot is a ledger's state as JSON, saved in checkpoints.
 type LedgerSnapshot struct {
 	ByCaller map[string]Usage `json:"by_caller"`
@@ -164,6 +240,19 @@ func (l *Ledger) Snapshot() LedgerSnapshot {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return LedgerSnapshot{ByCaller: maps.Clone(l.byCaller), Total: l.total, Elapsed: l.elapsedLocked()}
+}
+
+// Apply adds charges made after the snapshot was taken, and sets the
+// elapsed wall-clock time to what it was when they were recorded.
+func (s *LedgerSnapshot) Apply(charges map[string]Usage, elapsed time.Duration) {
+	if s.ByCaller == nil {
+		s.ByCaller = map[string]Usage{}
+	}
+	for caller, u := range charges {
+		s.ByCaller[caller] = s.ByCaller[caller].Add(u)
+		s.Total = s.Total.Add(u)
+	}
+	s.Elapsed = max(s.Elapsed, elapsed)
 }
 
 // Restore replaces the ledger's state with a snapshot and restarts its wall

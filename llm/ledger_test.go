@@ -221,3 +221,45 @@ func TestValidatePrices(t *testing.T) {
 		})
 	}
 }
+
+func TestLedgerTapCollectsWhatItMatches(t *testing.T) {
+	parent := llm.NewLedger(llm.Limits{})
+	l := parent.Child("row")
+	u := func(n int64) llm.Usage { return llm.Usage{InputTokens: n, Calls: 1} }
+	l.Charge("planner/t1", u(1)) // before the taps: seen by neither
+	all := l.Tap(nil)
+	t1 := l.Tap(func(c string) bool { return strings.HasSuffix(c, "/t1") })
+	onParent := parent.Tap(nil)
+	l.Charge("planner/t1", u(10))
+	l.Charge("mediator/t2", u(100))
+	if got := t1.Take(); len(got) != 1 || got["planner/t1"].InputTokens != 10 {
+		t.Errorf("matching tap took %+v; want planner/t1's 10 tokens only", got)
+	}
+	if got := t1.Take(); len(got) != 0 {
+		t.Errorf("second Take gave %+v; want nothing new", got)
+	}
+	if got := onParent.Take(); got["row/mediator/t2"].InputTokens != 100 {
+		t.Errorf("parent's tap took %+v; want the charge under the row's prefix", got)
+	}
+	taken := all.Take()
+	all.Return(taken)
+	l.Charge("planner/t1", u(5))
+	snap, fromTap := l.SnapshotTaking(all)
+	if fromTap["planner/t1"].InputTokens != 15 || fromTap["mediator/t2"].InputTokens != 100 {
+		t.Errorf("SnapshotTaking took %+v; want what was returned plus the later charge", fromTap)
+	}
+	if snap.Total.InputTokens != 116 || len(all.Take()) != 0 {
+		t.Errorf("snapshot total %d; want 116, with the tap emptied", snap.Total.InputTokens)
+	}
+	if rest := t1.Close(); rest["planner/t1"].InputTokens != 5 {
+		t.Errorf("Close gave %+v; want the 5 tokens not taken yet", rest)
+	}
+	l.Charge("planner/t1", u(7))
+	if got := t1.Take(); len(got) != 0 {
+		t.Errorf("closed tap took %+v; want nothing", got)
+	}
+	snap.Apply(map[string]llm.Usage{"planner/t1": u(7)}, time.Hour)
+	if snap.Total.InputTokens != 123 || snap.ByCaller["planner/t1"].InputTokens != 23 || snap.Elapsed != time.Hour {
+		t.Errorf("applied snapshot %+v; want the charge added and the elapsed time set", snap)
+	}
+}

@@ -74,6 +74,9 @@ type Usage struct {
 	InputTokens  int64   `json:"input_tokens"`
 	OutputTokens int64   `json:"output_tokens"`
 	CostUSD      float64 `json:"cost_usd"`
+	// CachedInputTokens is the part of InputTokens the endpoint reported
+	// as read from its prompt cache (prompt_tokens_details.cached_tokens).
+	CachedInputTokens int64 `json:"cached_input_tokens,omitempty"`
 	// CostKnown is false when no price is configured and the provider reported none.
 	CostKnown bool `json:"cost_known"`
 	// Calls is how many model calls this usage covers (1 for one response).
@@ -100,14 +103,15 @@ func (u Usage) Add(v Usage) Usage {
 		return u
 	}
 	return Usage{
-		InputTokens:     u.InputTokens + v.InputTokens,
-		OutputTokens:    u.OutputTokens + v.OutputTokens,
-		CostUSD:         u.CostUSD + v.CostUSD,
-		CostKnown:       u.CostKnown && v.CostKnown,
-		Calls:           u.Calls + v.Calls,
-		Retries:         u.Retries + v.Retries,
-		Failures:        u.Failures + v.Failures,
-		EstimatedTokens: u.EstimatedTokens + v.EstimatedTokens,
+		InputTokens:       u.InputTokens + v.InputTokens,
+		OutputTokens:      u.OutputTokens + v.OutputTokens,
+		CostUSD:           u.CostUSD + v.CostUSD,
+		CachedInputTokens: u.CachedInputTokens + v.CachedInputTokens,
+		CostKnown:         u.CostKnown && v.CostKnown,
+		Calls:             u.Calls + v.Calls,
+		Retries:           u.Retries + v.Retries,
+		Failures:          u.Failures + v.Failures,
+		EstimatedTokens:   u.EstimatedTokens + v.EstimatedTokens,
 	}
 }
 
@@ -116,7 +120,7 @@ func (u Usage) Tokens() int64 { return u.InputTokens + u.OutputTokens }
 
 func (u Usage) empty() bool {
 	return u.InputTokens == 0 && u.OutputTokens == 0 && u.CostUSD == 0 && u.Calls == 0 && u.Retries == 0 &&
-		u.Failures == 0 && u.EstimatedTokens == 0
+		u.Failures == 0 && u.EstimatedTokens == 0 && u.CachedInputTokens == 0
 }
 
 // Response is a model's answer.

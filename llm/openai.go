@@ -212,10 +212,22 @@ func (o *OpenAI) complete(ctx context.Context, req Request) (Response, error) {
 // priced fills in the cost of u from the model's prices, when it has them.
 func (o *OpenAI) priced(u Usage) Usage {
 	if m := o.model; HasPrice(m) {
-		u.CostUSD = (float64(u.InputTokens)**m.PriceInputPerMTok + float64(u.OutputTokens)**m.PriceOutputPerMTok) / 1e6
-		u.CostKnown = true
+		u.CostUSD, u.CostKnown = Price(m, u), true
 	}
 	return u
+}
+
+// Price is what u costs at m's prices, which must be set (HasPrice): input
+// read from the endpoint's prompt cache at the cached-input price when one
+// is configured, else as fresh input.
+func Price(m config.Model, u Usage) float64 {
+	cached := min(max(u.CachedInputTokens, 0), u.InputTokens)
+	cachedPrice := *m.PriceInputPerMTok
+	if m.PriceCachedInputPerMTok != nil {
+		cachedPrice = *m.PriceCachedInputPerMTok
+	}
+	return (float64(u.InputTokens-cached)**m.PriceInputPerMTok + float64(cached)*cachedPrice +
+		float64(u.OutputTokens)**m.PriceOutputPerMTok) / 1e6
 }
 
 // delay is the wait before retry number n (0-based): the server's
@@ -491,7 +503,8 @@ func (o *OpenAI) response(comp *openai.ChatCompletion, req Request) Response {
 // reportedUsage is the usage the endpoint reported, priced from the
 // configured prices, else at the cost the endpoint reported, if any.
 func (o *OpenAI) reportedUsage(comp *openai.ChatCompletion) Usage {
-	u := o.priced(Usage{InputTokens: comp.Usage.PromptTokens, OutputTokens: comp.Usage.CompletionTokens, Calls: 1})
+	u := o.priced(Usage{InputTokens: comp.Usage.PromptTokens, OutputTokens: comp.Usage.CompletionTokens,
+		CachedInputTokens: comp.Usage.PromptTokensDetails.CachedTokens, Calls: 1})
 	if !u.CostKnown {
 		if f, ok := comp.Usage.JSON.ExtraFields["cost"]; ok {
 			if c, err := strconv.ParseFloat(strings.Trim(f.Raw(), `"`), 64); err == nil && c >= 0 {

@@ -399,24 +399,33 @@ func TestOpenAICost(t *testing.T) {
 		reply     llmtest.Reply
 		wantCost  float64
 		wantKnown bool
+		// priceCached is the model's cached-input price.
+		priceCached *float64
 	}{
-		{"from configured price", ptr(2.0), ptr(8.0), llmtest.Text("a").WithUsage(1000, 500), (1000*2.0 + 500*8.0) / 1e6, true},
-		{"configured price wins over reported cost", ptr(2.0), ptr(8.0), llmtest.Text("a").WithUsage(1000, 500).WithCost(9), (1000*2.0 + 500*8.0) / 1e6, true},
-		{"from reported usage.cost", nil, nil, llmtest.Text("a").WithUsage(1000, 500).WithCost(0.0012), 0.0012, true},
-		{"half a price is no price", ptr(2.0), nil, llmtest.Text("a").WithUsage(1000, 500).WithCost(0.0012), 0.0012, true},
-		{"unknown", nil, nil, llmtest.Text("a").WithUsage(1000, 500), 0, false},
+		{"from configured price", ptr(2.0), ptr(8.0), llmtest.Text("a").WithUsage(1000, 500), (1000*2.0 + 500*8.0) / 1e6, true, nil},
+		{"configured price wins over reported cost", ptr(2.0), ptr(8.0), llmtest.Text("a").WithUsage(1000, 500).WithCost(9), (1000*2.0 + 500*8.0) / 1e6, true, nil},
+		{"from reported usage.cost", nil, nil, llmtest.Text("a").WithUsage(1000, 500).WithCost(0.0012), 0.0012, true, nil},
+		{"half a price is no price", ptr(2.0), nil, llmtest.Text("a").WithUsage(1000, 500).WithCost(0.0012), 0.0012, true, nil},
+		{"unknown", nil, nil, llmtest.Text("a").WithUsage(1000, 500), 0, false, nil},
+		{"cached input at the input price when no cached price", ptr(2.0), ptr(8.0),
+			llmtest.Text("a").WithUsage(1000, 500).WithCachedTokens(800), (1000*2.0 + 500*8.0) / 1e6, true, nil},
+		{"cached input at its own price", ptr(2.0), ptr(8.0),
+			llmtest.Text("a").WithUsage(1000, 500).WithCachedTokens(800), (200*2.0 + 800*0.5 + 500*8.0) / 1e6, true, ptr(0.5)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := llmtest.NewServer(t)
 			srv.Push(tt.reply)
 			m := testModel(srv.URL())
-			m.PriceInputPerMTok, m.PriceOutputPerMTok = tt.priceIn, tt.priceOut
+			m.PriceInputPerMTok, m.PriceOutputPerMTok, m.PriceCachedInputPerMTok = tt.priceIn, tt.priceOut, tt.priceCached
 			resp, err := newOpenAI(t, m, nil).Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			u := resp.Usage
+			if u.CachedInputTokens != tt.reply.CachedTokens {
+				t.Errorf("cached input tokens = %d, want %d", u.CachedInputTokens, tt.reply.CachedTokens)
+			}
 			if u.CostKnown != tt.wantKnown || math.Abs(u.CostUSD-tt.wantCost) > 1e-12 {
 				t.Errorf("cost = %v (known %v), want %v (known %v)", u.CostUSD, u.CostKnown, tt.wantCost, tt.wantKnown)
 			}

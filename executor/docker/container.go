@@ -163,7 +163,9 @@ func (d *Backend) Start(ctx context.Context, spec executor.ContainerSpec) (*Cont
 		return nil, &executor.EnvError{Op: "start container", Err: errors.New("the spec needs a task and an image")}
 	}
 	op := "start container for task " + spec.Task.ID
+	waitStart := time.Now()
 	release, err := d.acquireSlot(ctx)
+	queued := time.Since(waitStart)
 	if err != nil {
 		return nil, &executor.EnvError{Op: op, Err: fmt.Errorf("wait for a free container slot (max_containers %d): %w", d.rt.MaxContainers, err)}
 	}
@@ -221,7 +223,7 @@ func (d *Backend) Start(ctx context.Context, spec executor.ContainerSpec) (*Cont
 		}
 		return nil, &executor.EnvError{Op: op, Err: errors.Join(err, st.close(ctx))}
 	}
-	c := &Container{d: d, id: created.ID, keep: d.rt.KeepContainers, release: release, warnings: warnings, stack: st}
+	c := &Container{d: d, id: created.ID, keep: d.rt.KeepContainers, release: release, warnings: warnings, stack: st, queued: queued}
 	if err := ctx.Err(); err != nil {
 		return nil, &executor.EnvError{Op: op, Err: errors.Join(err, c.Close(ctx))}
 	}
@@ -289,6 +291,8 @@ type Container struct {
 	warnings []string
 	// stack holds a compose task's sidecars, network and volumes.
 	stack *stack
+	// queued is how long Start waited for a container slot.
+	queued time.Duration
 
 	closeOnce sync.Once
 	closeErr  error
@@ -296,6 +300,10 @@ type Container struct {
 
 // ID is the container's id.
 func (c *Container) ID() string { return c.id }
+
+// QueueWait is how long Start waited for a free container slot
+// (max_containers), which the trial records as queue time, not setup.
+func (c *Container) QueueWait() time.Duration { return c.queued }
 
 // Close force-removes the container (unless keep_containers is set) and frees
 // its slot. It is idempotent and works even when ctx is already cancelled.

@@ -112,6 +112,7 @@ func (p *Engines) StartSandbox(ctx context.Context, spec executor.ContainerSpec)
 		return nil, &executor.EnvError{Op: "start container", Err: errors.New("the spec needs a task")}
 	}
 	op := "start container for task " + spec.Task.ID
+	waitStart := time.Now()
 	releaseSlot, err := p.acquireSlot(ctx)
 	if err != nil {
 		return nil, &executor.EnvError{Op: op, Err: fmt.Errorf("wait for a free container slot (max_containers %d): %w", cap(p.slots), err)}
@@ -122,6 +123,7 @@ func (p *Engines) StartSandbox(ctx context.Context, spec executor.ContainerSpec)
 		return nil, &executor.EnvError{Op: op, Err: fmt.Errorf("wait for an engine with a free place: %w", err)}
 	}
 	release := func() { p.unplace(e); releaseSlot() }
+	queued := time.Since(waitStart)
 	t0 := time.Now()
 	image, _, err := e.b.EnsureImage(ctx, spec.Task)
 	build := time.Since(t0)
@@ -132,7 +134,7 @@ func (p *Engines) StartSandbox(ctx context.Context, spec executor.ContainerSpec)
 		spec.Image = image
 		var c *Container
 		if c, err = e.b.Start(ctx, spec); err == nil {
-			return &placedContainer{Container: c, release: release,
+			return &placedContainer{Container: c, release: release, queued: queued,
 				placement: executor.Placement{Engine: e.host, Image: image, Build: build}}, nil
 		}
 	}
@@ -276,7 +278,13 @@ type placedContainer struct {
 	once      sync.Once
 	release   func()
 	placement executor.Placement
+	queued    time.Duration // waiting for a container slot and an engine's place
 }
+
+// QueueWait is how long the trial waited for a container slot and a place
+// on an engine, plus any wait inside the engine's own backend: queueing,
+// which the trace records apart from setup.
+func (c *placedContainer) QueueWait() time.Duration { return c.queued + c.Container.QueueWait() }
 
 // Placement says where the container runs (executor.Placed).
 func (c *placedContainer) Placement() executor.Placement { return c.placement }

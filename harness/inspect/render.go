@@ -162,7 +162,11 @@ func (v *RunView) WriteText(w io.Writer, tty bool) error {
 	fmt.Fprintf(&b, "  %s\n", strings.Join(facts, ", "))
 	fmt.Fprintf(&b, "  iterations %d/%d, tasks %d, trials %d (%d scored, %d env failures, %d unscored), mean reward %s\n",
 		v.IterationsDone, v.IterationsPlanned, len(v.Tasks), v.Trials, v.Scored, v.EnvFailures, v.Unscored, num(v.MeanReward))
-	fmt.Fprintf(&b, "  spend %s tokens, %s\n", tokens(v.TotalTokens, tty), usd(v.TotalCostUSD))
+	cached := ""
+	if v.CachedInputTokens > 0 {
+		cached = " (" + tokens(v.CachedInputTokens, tty) + " input tokens cached)"
+	}
+	fmt.Fprintf(&b, "  spend %s tokens%s, %s\n", tokens(v.TotalTokens, tty), cached, usd(v.TotalCostUSD))
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}

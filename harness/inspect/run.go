@@ -65,6 +65,9 @@ type RunView struct {
 	Spend        []RoleSpend `json:"spend"`
 	TotalTokens  int64       `json:"total_tokens"`
 	TotalCostUSD float64     `json:"total_cost_usd"`
+	// CachedInputTokens is the part of the input tokens the endpoints
+	// reported as read from their prompt caches.
+	CachedInputTokens int64 `json:"cached_input_tokens"`
 
 	// Warnings note what could not be read (a damaged sidecar line) and
 	// what the numbers cannot be used for (offline results).
@@ -247,6 +250,7 @@ func Run(dir string) (*RunView, error) {
 			if rundir.Phase(c.Phase) == rundir.PhaseEval {
 				addEval(evals, evalTasks, c)
 				addSpend(&spend, c)
+				v.CachedInputTokens += c.CachedInputTokens
 				continue
 			}
 			it := iters[int(c.Iteration)]
@@ -278,6 +282,7 @@ func Run(dir string) (*RunView, error) {
 				}
 			}
 			addSpend(&spend, c)
+			v.CachedInputTokens += c.CachedInputTokens
 			if c.Status != "scored" || c.Cause != "" || c.ModelFailures > 0 || c.MalformedToolCalls > 0 {
 				v.Failures = append(v.Failures, TrialFailure{Iteration: int(c.Iteration), TaskID: c.TaskID, Status: c.Status,
 					Cause: c.Cause, ModelFailures: int(c.ModelFailures), MalformedToolCalls: int(c.MalformedToolCalls)})

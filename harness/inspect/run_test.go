@@ -29,6 +29,7 @@ func runFixture(t *testing.T, root string) string {
 		rows[i].Offline = true
 		rows[i].PlannerInputTokens, rows[i].PlannerOutputTokens, rows[i].PlannerCostUSD = 100, 10, 0.5
 		rows[i].ExecutorInputTokens, rows[i].ExecutorOutputTokens, rows[i].ExecutorCostUSD = 1000, 200, 1
+		rows[i].CachedInputTokens = 600
 		if rows[i].Iteration == 2 {
 			rows[i].CoevoInputTokens, rows[i].CoevoCostUSD = 50, 0.25
 			rows[i].SkillUpdates = []rundir.SkillUpdate{
@@ -124,6 +125,9 @@ func TestRunView(t *testing.T) {
 	if spend["executor"].InputTokens != 5000 || spend["coevo"].CostUSD != 0.75 || spend["planner"].OutputTokens != 50 {
 		t.Errorf("spend by role = %+v", v.Spend)
 	}
+	if v.CachedInputTokens != 5*600 {
+		t.Errorf("cached input tokens = %d, want %d", v.CachedInputTokens, 5*600)
+	}
 }
 
 func TestRunViewText(t *testing.T) {
@@ -144,6 +148,7 @@ func TestRunViewText(t *testing.T) {
 		"2\texecutor\texecutor/b-0001\tadvisor_gate\tposterior\taaaaaaaaaaaa\tbbbbbbbbbbbb",
 		"1\tbatch\tb-0000\t2\tthe Advisor rejected the batch",
 		"executor\t5000\t1000\t$5.00",
+		"(3000 input tokens cached)",
 		"! offline results",
 	} {
 		if !strings.Contains(buf.String(), want) {

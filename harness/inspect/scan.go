@@ -53,6 +53,7 @@ type record struct {
 	Cause              string
 	ModelFailures      int32
 	MalformedToolCalls int32
+	CachedInputTokens  int64
 }
 
 // update is one committed skill update as metric rows carry it.
@@ -117,6 +118,7 @@ var (
 		strCol("cause", func(r *record) *string { return &r.Cause }),
 		{[]string{"model_failures"}, parquet.Int32, func(r *record, v parquet.Value, _ interner) { r.ModelFailures = v.Int32() }},
 		{[]string{"malformed_tool_calls"}, parquet.Int32, func(r *record, v parquet.Value, _ interner) { r.MalformedToolCalls = v.Int32() }},
+		{[]string{"cached_input_tokens"}, parquet.Int64, func(r *record, v parquet.Value, _ interner) { r.CachedInputTokens = v.Int64() }},
 	}
 	fullColumns = append(append(append([]column(nil), compareColumns...), spendColumns()...), failureColumns...)
 )

@@ -36,6 +36,9 @@ const (
 	MatrixPlanFile = "matrix.toml"
 	// StateFile is a run's checkpoint; see State.
 	StateFile = "state.json"
+	// SpendJournalFile holds the spend of each trial since the last
+	// checkpoint, one appended record per save; see SpendRecord.
+	SpendJournalFile = "spend.jsonl"
 	// LockFile is held (flock) by the one process working in the
 	// directory, and names it; see Dir.Lock.
 	LockFile = "harness.lock"

@@ -45,6 +45,9 @@ type MetricRow struct {
 	AgentMS    int64 `parquet:"agent_ms" json:"agent_ms"`
 	VerifierMS int64 `parquet:"verifier_ms" json:"verifier_ms"`
 	TrialMS    int64 `parquet:"trial_ms" json:"trial_ms"`
+	// QueueMS is how long the trial waited for its turn (the -j budget and
+	// a container slot) before its sandbox was set up; not in TrialMS.
+	QueueMS int64 `parquet:"queue_ms" json:"queue_ms"`
 	// Warnings are settings the trial's sandbox could not apply (a disk
 	// limit the storage driver refuses), so an analysis can set such
 	// trials apart.
@@ -83,6 +86,10 @@ type MetricRow struct {
 	// mediator and compactor tokens were estimated from text, because the
 	// endpoint reported no usage for them; 0 when every count was reported.
 	EstimatedTokens int64 `parquet:"estimated_tokens" json:"estimated_tokens"`
+	// CachedInputTokens is how many of this trial's planner, executor,
+	// mediator and compactor input tokens the endpoint reported as read
+	// from its prompt cache (already counted in the input columns).
+	CachedInputTokens int64 `parquet:"cached_input_tokens" json:"cached_input_tokens"`
 	// MalformedToolCalls counts the Executor's tool calls whose arguments
 	// could not be used (not JSON, or not what the tool takes).
 	MalformedToolCalls int32 `parquet:"malformed_tool_calls" json:"malformed_tool_calls"`

@@ -53,6 +53,9 @@ type State[Book, Proposal, Ledger any] struct {
 	NotesSeen map[string]int `json:"notes_seen"`
 	Notes     []string       `json:"notes"`
 	Ledger    Ledger         `json:"ledger"`
+	// SpendEpoch counts the saves of this file. Records of the spend
+	// journal written since carry it; older ones are already in Ledger.
+	SpendEpoch int `json:"spend_epoch,omitempty"`
 	// MatrixElapsed is the wall clock of the row's matrix when this was
 	// saved, so a resumed matrix keeps counting toward its wall-clock limit.
 	MatrixElapsed time.Duration `json:"matrix_elapsed_ns,omitempty"`
@@ -144,4 +147,45 @@ func PeekState[B, P, L any](dir string) *State[B, P, L] {
 func (st *State[B, P, L]) Save(dir string) error {
 	st.Saved = time.Now().UTC()
 	return durable.WriteJSON(filepath.Join(dir, StateFile), st)
+}
+
+// SpendRecord is one line of the spend journal (SpendJournalFile): what
+// was charged since the previous record, by caller, appended after each
+// trial so that the per-trial save costs the same however long the run
+// has gone. Usage is the model layer's usage type. A record belongs to the
+// state.json save whose SpendEpoch it carries: loading a checkpoint adds
+// the records of its epoch to its ledger, and a save bumps the epoch, so a
+// crash between a save and the journal's truncation adds nothing twice.
+type SpendRecord[Usage any] struct {
+	Epoch   int              `json:"epoch"`
+	Charges map[string]Usage `json:"charges,omitempty"`
+	// Elapsed and MatrixElapsed are the run's and its matrix's wall clock
+	// when the record was written (not a difference).
+	Elapsed       time.Duration `json:"elapsed_ns"`
+	MatrixElapsed time.Duration `json:"matrix_elapsed_ns,omitempty"`
+}
+
+// ReadSpendJournal returns the records of dir's spend journal that carry
+// epoch, in order. A missing journal holds none; a torn last line (a crash
+// while appending) is skipped, as that record was never complete. Any other
+// line that does not decode is damage (ErrDamaged).
+func ReadSpendJournal[Usage any](dir string, epoch int) ([]SpendRecord[Usage], error) {
+	var recs []SpendRecord[Usage]
+	path := filepath.Join(dir, SpendJournalFile)
+	err := durable.ReadLog(path, func(line []byte) error {
+		var rec SpendRecord[Usage]
+		if err := json.Unmarshal(line, &rec); err != nil {
+			return err
+		}
+		if rec.Epoch == epoch {
+			recs = append(recs, rec)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: the spend journal cannot be read (%v), so what the run spent since its checkpoint is unknown. "+
+			"Put the file back as it was (from a backup or a copy of the directory) and resume again, or delete the damaged line "+
+			"(its spend is then not counted); nothing was changed", ErrDamaged, err)
+	}
+	return recs, nil
 }

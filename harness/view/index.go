@@ -112,16 +112,21 @@ func summarize(t target) (listed, error) {
 	return l, nil
 }
 
+// spendUsage is what the index reads of one caller's usage.
+type spendUsage struct {
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+}
+
 // ledgerState is the spend ledger of a run's checkpoint: what every caller
-// spent, unfinished iterations included.
+// spent, unfinished iterations included, less what the spend journal holds
+// since (records of epoch SpendEpoch).
 type ledgerState struct {
 	Ledger struct {
-		ByCaller map[string]struct {
-			InputTokens  int64   `json:"input_tokens"`
-			OutputTokens int64   `json:"output_tokens"`
-			CostUSD      float64 `json:"cost_usd"`
-		} `json:"by_caller"`
+		ByCaller map[string]spendUsage `json:"by_caller"`
 	} `json:"ledger"`
+	SpendEpoch int `json:"spend_epoch"`
 }
 
 func addSpend(dir string, tokens int64, cost float64) (int64, float64) {
@@ -136,6 +141,13 @@ func addSpend(dir string, tokens int64, cost float64) (int64, float64) {
 	for _, u := range st.Ledger.ByCaller {
 		tokens += u.InputTokens + u.OutputTokens
 		cost += u.CostUSD
+	}
+	recs, _ := rundir.ReadSpendJournal[spendUsage](dir, st.SpendEpoch)
+	for _, rec := range recs {
+		for _, u := range rec.Charges {
+			tokens += u.InputTokens + u.OutputTokens
+			cost += u.CostUSD
+		}
 	}
 	return tokens, cost
 }

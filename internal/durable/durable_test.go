@@ -160,3 +160,29 @@ func TestWriteJSON(t *testing.T) {
 		t.Errorf("a failed WriteJSON changed the file to %q", got2)
 	}
 }
+
+func TestLogResetEmptiesAndAppendsAfresh(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.jsonl")
+	l, err := OpenLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := range 3 {
+		if err := l.Append(map[string]int{"a": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); len(got) != 0 || l.Count() != 0 {
+		t.Fatalf("after Reset: file %q, count %d; want empty, 0", got, l.Count())
+	}
+	if err := l.Append(map[string]int{"b": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "{\"b\":1}\n" || l.Count() != 1 {
+		t.Errorf("after Reset and Append: file %q, count %d; want one record", got, l.Count())
+	}
+}

@@ -49,6 +49,9 @@ type Reply struct {
 
 	PromptTokens     int64
 	CompletionTokens int64
+	// CachedTokens, when set, is reported as
+	// usage.prompt_tokens_details.cached_tokens, whatever CachePrefixes says.
+	CachedTokens int64
 	// Cost, when set, is reported as usage.cost (OpenRouter style).
 	Cost *float64
 	// OmitUsage leaves usage out of the answer, as some servers do.
@@ -105,6 +108,9 @@ func (r Reply) WithUsage(prompt, completion int64) Reply {
 	r.PromptTokens, r.CompletionTokens = prompt, completion
 	return r
 }
+
+// WithCachedTokens reports cached prompt tokens.
+func (r Reply) WithCachedTokens(n int64) Reply { r.CachedTokens = n; return r }
 
 // WithoutUsage leaves usage out of the answer.
 func (r Reply) WithoutUsage() Reply { r.OmitUsage = true; return r }
@@ -203,6 +209,35 @@ type Server struct {
 	replies  []Reply
 	handler  func(Request) Reply
 	requests []Request
+	// cache, when not nil, holds the serialized messages of the last
+	// request per model (see CachePrefixes).
+	cache map[string][]byte
+}
+
+// CachePrefixes makes the server report cached prompt tokens as a prefix
+// cache would: the bytes of a request's serialized messages that repeat,
+// as a prefix, those of the previous request to the same model, over 4
+// (the server's rough token size), at most the prompt's tokens.
+func (s *Server) CachePrefixes() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cache = map[string][]byte{}
+}
+
+// cachedTokens is what the prefix cache holds of req, and remembers req.
+// The caller holds s.mu.
+func (s *Server) cachedTokens(req ChatRequest) int64 {
+	if s.cache == nil {
+		return 0
+	}
+	cur, _ := json.Marshal(req.Messages)
+	prev := s.cache[req.Model]
+	s.cache[req.Model] = cur
+	n := 0
+	for n < len(prev) && n < len(cur) && prev[n] == cur[n] {
+		n++
+	}
+	return int64(n) / 4
 }
 
 // NewServer starts a server on 127.0.0.1 that stops when the test ends.
@@ -269,6 +304,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	n := len(s.requests) + 1
 	s.requests = append(s.requests, req)
+	cached := s.cachedTokens(req.Chat)
 	var reply Reply
 	var ok bool
 	switch {
@@ -281,6 +317,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 	}
 	s.mu.Unlock()
+	if reply.CachedTokens == 0 {
+		reply.CachedTokens = cached
+	}
 
 	if !ok {
 		s.t.Errorf("llmtest: request %d has no scripted reply", n)
@@ -385,6 +424,9 @@ func completion(n int, req ChatRequest, r Reply) map[string]any {
 		"prompt_tokens":     prompt,
 		"completion_tokens": compl,
 		"total_tokens":      prompt + compl,
+	}
+	if r.CachedTokens > 0 {
+		usage["prompt_tokens_details"] = map[string]any{"cached_tokens": min(r.CachedTokens, prompt)}
 	}
 	if r.Cost != nil {
 		usage["cost"] = *r.Cost

@@ -73,3 +73,40 @@ func TestMalformedIsNotJSON(t *testing.T) {
 		t.Error("Malformed() body is valid JSON")
 	}
 }
+
+func TestServerCachePrefixes(t *testing.T) {
+	s := NewServer(t)
+	s.CachePrefixes()
+	s.Handle(func(Request) Reply { return Text("ok") })
+	long := strings.Repeat("stable text ", 40)
+	cached := func(body string) float64 {
+		t.Helper()
+		_, out, _ := post(t, s.URL(), body)
+		usage := out["usage"].(map[string]any)
+		d, _ := usage["prompt_tokens_details"].(map[string]any)
+		if d == nil {
+			return 0
+		}
+		return d["cached_tokens"].(float64)
+	}
+	msg := func(model, tail string) string {
+		// A long tail keeps the cached part below the prompt's tokens.
+		return `{"model":"` + model + `","messages":[{"role":"user","content":"` + long + strings.Repeat(tail, 50) + `"}]}`
+	}
+	if got := cached(msg("m", "one")); got != 0 {
+		t.Errorf("first request: %v cached tokens, want 0", got)
+	}
+	if got := cached(msg("other", "two")); got != 0 {
+		t.Errorf("first request of another model: %v cached tokens, want 0", got)
+	}
+	// The common prefix with m's previous request is the role, the long
+	// text and no more: its length in bytes over 4.
+	prefix := len(`[{"role":"user","content":"` + long)
+	if got := cached(msg("m", "three")); got != float64(prefix/4) {
+		t.Errorf("repeated prefix: %v cached tokens, want %d", got, prefix/4)
+	}
+	s.Push(Text("x").WithCachedTokens(3))
+	if got := cached(msg("m", "four")); got != 3 {
+		t.Errorf("scripted cached tokens: %v, want 3", got)
+	}
+}

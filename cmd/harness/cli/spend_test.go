@@ -11,6 +11,7 @@ import (
 
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/harness"
 	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/llm/llmtest"
@@ -55,8 +56,15 @@ func onlyRun(t *testing.T, out string) string {
 	return runs[0]
 }
 
-type savedLedger struct {
-	Ledger llm.LedgerSnapshot `json:"ledger"`
+// savedLedger is the spend a run saved: its checkpoint's ledger with the
+// spend journal since added.
+func savedLedger(t *testing.T, dir string) llm.LedgerSnapshot {
+	t.Helper()
+	st, err := harness.LoadState(dir)
+	if err != nil || st == nil {
+		t.Fatalf("state of %s: %v, %v", dir, st, err)
+	}
+	return st.Ledger
 }
 
 // callLines decodes a run's call log.
@@ -122,9 +130,8 @@ func TestBudgetBindsAnEndpointWithoutUsage(t *testing.T) {
 		t.Fatalf("exit %d, want %d (budget)\n%s%s", r.code, ExitBudget, r.out, r.errOut)
 	}
 	dir := onlyRun(t, out)
-	var st savedLedger
-	readJSON(t, filepath.Join(dir, rundir.StateFile), &st)
-	spent := st.Ledger.Total.CostUSD
+	ledger := savedLedger(t, dir)
+	spent := ledger.Total.CostUSD
 	if spent < budget || spent > budget+perCall*1.5 {
 		t.Errorf("spent $%.4f with a budget of $%.2f; want it reached and passed by at most one call (about $%.4f)", spent, budget, perCall)
 	}
@@ -140,8 +147,8 @@ func TestBudgetBindsAnEndpointWithoutUsage(t *testing.T) {
 	if d := sum - spent; d > 1e-9 || d < -1e-9 {
 		t.Errorf("the call log charges $%.6f, the ledger $%.6f", sum, spent)
 	}
-	if got := srv.Count() - before; got != sent || st.Ledger.Total.Calls != int64(sent) {
-		t.Errorf("server saw %d requests, call log %d sent calls, ledger %d calls; want all equal", got, sent, st.Ledger.Total.Calls)
+	if got := srv.Count() - before; got != sent || ledger.Total.Calls != int64(sent) {
+		t.Errorf("server saw %d requests, call log %d sent calls, ledger %d calls; want all equal", got, sent, ledger.Total.Calls)
 	}
 }
 
@@ -175,9 +182,7 @@ func TestExhaustedRetriesAreInTheLedgerAndTheRow(t *testing.T) {
 			"want agent_error and one failed call with one retry, its two attempts charged at an estimate",
 			row.Status, row.ModelCalls, row.ModelFailures, row.ModelRetries, row.PlannerInputTokens, row.EstimatedTokens)
 	}
-	var st savedLedger
-	readJSON(t, filepath.Join(dir, rundir.StateFile), &st)
-	u := st.Ledger.ByCaller["planner/i0001-csv-parser"]
+	u := savedLedger(t, dir).ByCaller["planner/i0001-csv-parser"]
 	if u.Calls != 1 || u.Failures != 1 || u.Retries != 1 || u.InputTokens != row.PlannerInputTokens {
 		t.Errorf("ledger for the planner: %+v; want 1 call, 1 failure, 1 retry and the row's %d tokens", u, row.PlannerInputTokens)
 	}
