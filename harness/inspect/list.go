@@ -131,6 +131,7 @@ func Summarize(dir string) (DirSummary, error) {
 		return s, err
 	}
 	var agg totals
+	agg.init()
 	if err := scanFiles(files, fullScan, agg.add); err != nil {
 		return s, fmt.Errorf("summarize %s: %w", dir, err)
 	}
@@ -141,6 +142,13 @@ func Summarize(dir string) (DirSummary, error) {
 	}
 	if s.Tasks == 0 {
 		s.Tasks = len(agg.perTask)
+	}
+	updates, err := tableUpdates(dir)
+	if err != nil {
+		return s, fmt.Errorf("summarize %s: %w", dir, err)
+	}
+	for _, u := range updates {
+		agg.updates[[2]string{u.RunID, u.ProvenanceID}] = true
 	}
 	s.SkillUpdates = len(agg.updates)
 	for _, r := range agg.spend {
@@ -160,10 +168,7 @@ type totals struct {
 }
 
 func (t *totals) add(batch []record) error {
-	if t.perTask == nil {
-		t.perTask = map[string][]float64{}
-		t.updates = map[[2]string]bool{}
-	}
+	t.init()
 	for i := range batch {
 		c := &batch[i]
 		t.trials++
@@ -180,6 +185,13 @@ func (t *totals) add(batch []record) error {
 		addSpend(&t.spend, c)
 	}
 	return nil
+}
+
+func (t *totals) init() {
+	if t.perTask == nil {
+		t.perTask = map[string][]float64{}
+		t.updates = map[[2]string]bool{}
+	}
 }
 
 // RoleSpend is the tokens and cost charged to one role.

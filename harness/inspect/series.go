@@ -95,6 +95,15 @@ func Series(dir string) ([]RowSeries, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read series of %s: %w", dir, err)
 	}
+	updates, err := tableUpdates(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read series of %s: %w", dir, err)
+	}
+	for _, u := range updates {
+		if st := rows[names.name(u.Row, u.Seed)]; st != nil {
+			st.updates[[2]string{u.RunID, u.ProvenanceID}] = int(u.Iteration)
+		}
+	}
 	var out []RowSeries
 	for _, a := range orderRows(aggs, m.Rows) {
 		st := rows[a.name]

@@ -37,11 +37,15 @@ func TestSeriesOfARun(t *testing.T) {
 func TestSeriesPoolsSeeds(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "m-matrix")
 	a := rowsOf("s1", "full-seed1", "learned_mediator", "all", 1, scored(1, "a", 1))
-	a[0].SkillUpdates = []rundir.SkillUpdate{{Role: "executor", ProvenanceID: "executor/b-1"}}
 	b := rowsOf("s2", "full-seed2", "learned_mediator", "all", 2, scored(1, "a", 0))
-	// The same provenance id in another run is another update.
-	b[0].SkillUpdates = []rundir.SkillUpdate{{Role: "executor", ProvenanceID: "executor/b-1"}}
 	writeMatrix(t, dir, []string{"full-seed1", "full-seed2"}, map[string][]rundir.MetricRow{"full-seed1": a, "full-seed2": b})
+	// The first row is in the older format, its update on its metric rows;
+	// the second records it in the updates table. The same provenance id
+	// in another run is another update.
+	writeLegacyPart(t, filepath.Join(dir, "full-seed1", rundir.MetricsDir, rundir.MetricsPartName(1)),
+		[]legacyRow{{MetricRow: a[0], SkillUpdates: []rundir.SkillUpdate{{Role: "executor", ProvenanceID: "executor/b-1"}}}})
+	writeUpdates(t, filepath.Join(dir, "full-seed2"), 1,
+		rundir.UpdateRow{RunID: "m-matrix/s2", Row: "full-seed2", Seed: 2, Role: "executor", ProvenanceID: "executor/b-1"})
 	series, err := Series(dir)
 	if err != nil {
 		t.Fatal(err)
