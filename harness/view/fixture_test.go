@@ -116,7 +116,10 @@ func writeFixture(t testing.TB, root string) string {
 				case envFailure:
 					mr.Status, mr.Reward, mr.EnvFailure = "env_failure", nil, true
 				case agentError:
-					mr.Status, mr.Reward = "agent_error", nil
+					// The Planner's model failed: no trial ran, so its
+					// test counts and timings are NULL.
+					mr.Status, mr.Reward, mr.Cause = "agent_error", nil, new("model: planner: overloaded")
+					mr.TestsPassed, mr.TestsFailed, mr.TestsTotal, mr.TestsReported, mr.TrialMS, mr.AgentMS = nil, nil, nil, false, nil, nil
 				}
 				part = append(part, mr)
 				trace(t, dir, task, it, reward)
