@@ -9,25 +9,27 @@ import "time"
 // string or a zero standing for "none"; parts written before a column
 // became optional read back with the zero value.
 type MetricRow struct {
-	// RunID is unique across runs and matrices: a run's directory name, or
-	// for a matrix row "<matrix id>/<row directory>" (see RunID). Parts
-	// written before held the row directory alone; ReadMetricsFile
-	// qualifies those the same way.
-	RunID             string  `parquet:"run_id,dict" json:"run_id"`
-	MatrixID          *string `parquet:"matrix_id,optional,dict" json:"matrix_id"`
-	Row               string  `parquet:"row,dict" json:"row"`
-	BaselinePreset    *string `parquet:"baseline_preset,optional,dict" json:"baseline_preset"`
-	Condition         string  `parquet:"condition,dict" json:"condition"`
-	SkillUpdatePolicy string  `parquet:"skill_update_policy,dict" json:"skill_update_policy"`
-	Lab               string  `parquet:"lab,dict" json:"lab"`
-	Agent             string  `parquet:"agent,dict" json:"agent"`
-	Seed              int64   `parquet:"seed" json:"seed"`
-	Offline           bool    `parquet:"offline" json:"offline"`
-	Iteration         int32   `parquet:"iteration" json:"iteration"`
-	TaskID            string  `parquet:"task_id,dict" json:"task_id"`
-	TrialID           string  `parquet:"trial_id" json:"trial_id"`
-	Student           string  `parquet:"student,dict" json:"student"`
-	Status            string  `parquet:"status,dict" json:"status"`
+	RunID string `parquet:"run_id,dict" json:"run_id"`
+	// MatrixID is NULL for a standalone run. RunID is unique across runs
+	// and matrices: a run's directory name, or for a matrix row "<matrix
+	// id>/<row directory>" (see RunID); ReadMetricsFile qualifies the
+	// bare row directory that parts written before held.
+	MatrixID *string `parquet:"matrix_id,optional,dict" json:"matrix_id"`
+	Row      string  `parquet:"row,dict" json:"row"`
+	// BaselinePreset is NULL for a row given as condition and policy.
+	BaselinePreset *string `parquet:"baseline_preset,optional,dict" json:"baseline_preset"`
+
+	Condition         string `parquet:"condition,dict" json:"condition"`
+	SkillUpdatePolicy string `parquet:"skill_update_policy,dict" json:"skill_update_policy"`
+	Lab               string `parquet:"lab,dict" json:"lab"`
+	Agent             string `parquet:"agent,dict" json:"agent"`
+	Seed              int64  `parquet:"seed" json:"seed"`
+	Offline           bool   `parquet:"offline" json:"offline"`
+	Iteration         int32  `parquet:"iteration" json:"iteration"`
+	TaskID            string `parquet:"task_id,dict" json:"task_id"`
+	TrialID           string `parquet:"trial_id" json:"trial_id"`
+	Student           string `parquet:"student,dict" json:"student"`
+	Status            string `parquet:"status,dict" json:"status"`
 	// Phase says which estimate the row feeds: PhaseTrain rows are the
 	// learning curve on the tasks a row evolves on, PhaseEval rows are a
 	// frozen skill checkpoint scored on held-out tasks. Parts written before
