@@ -92,8 +92,8 @@ func TestCallLogKeepsEveryCallOfAnOfflineRun(t *testing.T) {
 			planner, _ := tr.run.Config.Model(conditions.RolePlanner)
 			if r := rows[0]; r.PlannerModel == nil || *r.PlannerModel != planner.Model || r.ExecutorModel == nil ||
 				(r.MediatorModel != nil) != tt.cond.MediatorRuns() || (r.AdvisorModel != nil) != tt.pol.Executor {
-				t.Errorf("metric row models: planner %v (want %q), executor %v, mediator %v (NULL unless a mediator runs), advisor %v (NULL unless executor updates are allowed)",
-					r.PlannerModel, planner.Model, r.ExecutorModel, r.MediatorModel, r.AdvisorModel)
+				t.Errorf("metric row models: planner %q (want %q), executor %q, mediator %q (NULL unless a mediator runs), advisor %q (NULL unless executor updates are allowed)",
+					orZero(r.PlannerModel), planner.Model, orZero(r.ExecutorModel), orZero(r.MediatorModel), orZero(r.AdvisorModel))
 			}
 			mediated, err := inspect.Calls(tr.run.Dir.Path, inspect.CallFilter{Role: string(conditions.RoleMediator)})
 			if err != nil {
