@@ -90,9 +90,10 @@ func TestCallLogKeepsEveryCallOfAnOfflineRun(t *testing.T) {
 				t.Fatalf("%d metric rows: %v", len(rows), err)
 			}
 			planner, _ := tr.run.Config.Model(conditions.RolePlanner)
-			if r := rows[0]; r.PlannerModel != planner.Model || r.ExecutorModel == "" || r.MediatorModel == "" {
-				t.Errorf("metric row models: planner %q (want %q), executor %q, mediator %q", r.PlannerModel, planner.Model,
-					r.ExecutorModel, r.MediatorModel)
+			if r := rows[0]; r.PlannerModel == nil || *r.PlannerModel != planner.Model || r.ExecutorModel == nil ||
+				(r.MediatorModel != nil) != tt.cond.MediatorRuns() || (r.AdvisorModel != nil) != tt.pol.Executor {
+				t.Errorf("metric row models: planner %q (want %q), executor %q, mediator %q (NULL unless a mediator runs), advisor %q (NULL unless executor updates are allowed)",
+					orZero(r.PlannerModel), planner.Model, orZero(r.ExecutorModel), orZero(r.MediatorModel), orZero(r.AdvisorModel))
 			}
 			mediated, err := inspect.Calls(tr.run.Dir.Path, inspect.CallFilter{Role: string(conditions.RoleMediator)})
 			if err != nil {

@@ -140,7 +140,7 @@ func TestCappedTrialsRecordQueueTime(t *testing.T) {
 	}
 	var row rundir.MetricRow
 	fillTraceColumns(&row, tr)
-	if row.QueueMS != tr.Timings.Queue.Milliseconds() || row.TrialMS != 0 {
-		t.Errorf("metric row queue_ms %d, trial_ms %d; want %d and 0", row.QueueMS, row.TrialMS, tr.Timings.Queue.Milliseconds())
+	if row.QueueMS == nil || row.TrialMS == nil || *row.QueueMS != tr.Timings.Queue.Milliseconds() || *row.TrialMS != 0 {
+		t.Errorf("metric row queue_ms %v, trial_ms %v; want %d and 0", row.QueueMS, row.TrialMS, tr.Timings.Queue.Milliseconds())
 	}
 }

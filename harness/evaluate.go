@@ -121,7 +121,7 @@ func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Tas
 	trialID := rundir.EvalTrialID(cp.iteration, k, task.ID)
 	student := r.student(k - 1)
 	row := r.baseRow(cp.iteration, task.ID, trialID, student, cp.hashes)
-	row.Phase, row.CheckpointIteration = rundir.PhaseEval, int32(cp.iteration)
+	row.Phase, row.CheckpointIteration = rundir.PhaseEval, new(int32(cp.iteration))
 	tap := r.trialTap(trialID)
 	defer tap.Close()
 	plan := ""
@@ -148,7 +148,7 @@ func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Tas
 		return row, fmt.Errorf("clear job directory %s: %w", jobDir, err)
 	}
 	trace := r.Trials.Run(ctx, executor.TrialSpec{Task: task, Agent: r.NewAgent(student), Plan: plan,
-		ExecutorSkill: cp.text[conditions.RoleExecutor], JobDir: jobDir, RunID: r.Dir.ID, Row: r.Spec.Name,
+		ExecutorSkill: cp.text[conditions.RoleExecutor], JobDir: jobDir, RunID: r.labelRun(), Row: r.Spec.Name,
 		Iteration: cp.iteration, TrialID: trialID, Seed: trialSeed(r.Spec.Seed, trialID),
 		Caller: string(conditions.RoleExecutor) + "/" + student + "/" + trialID})
 	if err := ctx.Err(); err != nil {

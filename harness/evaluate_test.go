@@ -34,7 +34,10 @@ func TestHeldOutEvaluationScoresInitialAndFinalSkills(t *testing.T) {
 	for _, r := range rows {
 		switch r.RowPhase() {
 		case rundir.PhaseEval:
-			byCheckpoint[r.CheckpointIteration] = append(byCheckpoint[r.CheckpointIteration], r)
+			if r.CheckpointIteration == nil {
+				t.Fatalf("evaluation row of task %s has a NULL checkpoint_iteration", r.TaskID)
+			}
+			byCheckpoint[*r.CheckpointIteration] = append(byCheckpoint[*r.CheckpointIteration], r)
 			if r.TaskID != "h" {
 				t.Errorf("evaluation row of task %s: only held-out tasks are evaluated", r.TaskID)
 			}

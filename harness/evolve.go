@@ -615,3 +615,29 @@ func pairEntry(e rundir.Entry) mediator.PairEntry {
 }
 
 const withheldNote = "[withheld: the Mediator gave the Planner no report for this trial]"
+
+// recordUpdates writes the skill updates committed in iteration it to the
+// updates table, each once, before the iteration's metrics part: the part
+// marks the iteration done, so a crash in between redoes the iteration and
+// rewrites (or removes) this file too.
+func (r *Run) recordUpdates(it int, updates []rundir.SkillUpdate) error {
+	rows := make([]rundir.UpdateRow, 0, len(updates))
+	for _, u := range updates {
+		rows = append(rows, rundir.UpdateRow{RunID: r.runID(), MatrixID: rundir.Nullable(r.MatrixID), Row: r.Spec.Name,
+			Seed: r.Spec.Seed, Iteration: int32(it), Role: u.Role, ProvenanceID: u.ProvenanceID,
+			OldHash: u.OldHash, NewHash: u.NewHash})
+	}
+	if err := rundir.WriteUpdatesPart(r.Dir.MetricsDir(), it, rows); err != nil {
+		return fmt.Errorf("record the skill updates of iteration %d: %w", it, err)
+	}
+	return nil
+}
+
+// orZero is *p, or the zero value for nil.
+func orZero[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

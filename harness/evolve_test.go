@@ -151,24 +151,42 @@ func TestCoevolutionSpendingIsSpreadExactly(t *testing.T) {
 	}
 }
 
-// assertUpdatesInMetrics checks that every committed skill update appears in
-// the metric rows of the run.
+// assertUpdatesInMetrics checks that the updates table holds every
+// committed skill update exactly once, under the iteration that committed
+// it, and nothing else.
 func assertUpdatesInMetrics(t *testing.T, dir string, updates []Provenance) {
 	t.Helper()
-	rows, err := rundir.ReadMetrics(dir)
+	files, err := filepath.Glob(filepath.Join(dir, rundir.MetricsDir, rundir.UpdatesDir, rundir.UpdatesPartPattern))
 	if err != nil {
 		t.Fatal(err)
 	}
-	carried := map[string]bool{}
-	for _, r := range rows {
-		for _, u := range r.SkillUpdates {
-			carried[u.ProvenanceID] = true
+	recorded := map[string]int{}
+	for _, f := range files {
+		rows, err := rundir.ReadUpdatesFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if it, _ := rundir.ParseUpdatesPart(filepath.Base(f)); int(r.Iteration) != it {
+				t.Errorf("%s holds update %s of iteration %d", filepath.Base(f), r.ProvenanceID, r.Iteration)
+			}
+			if r.RunID == "" || r.Row == "" {
+				t.Errorf("update %s: run id %q, row %q", r.ProvenanceID, r.RunID, r.Row)
+			}
+			recorded[r.ProvenanceID]++
 		}
 	}
 	for _, u := range updates {
-		if !carried[u.ID] {
-			t.Errorf("skill update %s is in no metric row", u.ID)
+		if recorded[u.ID] != 1 {
+			t.Errorf("skill update %s is recorded %d times in the updates table, want once", u.ID, recorded[u.ID])
 		}
+		delete(recorded, u.ID)
+	}
+	for id := range recorded {
+		t.Errorf("the updates table holds %s, which is no committed update", id)
+	}
+	if len(updates) == 0 {
+		t.Error("no committed skill updates to check")
 	}
 }
 

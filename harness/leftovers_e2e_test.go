@@ -172,7 +172,11 @@ func outcomes(t *testing.T, dir string) []string {
 		if r.Reward != nil {
 			reward = fmt.Sprint(*r.Reward)
 		}
-		out = append(out, fmt.Sprintf("%s %d %s %s %s %d/%d", r.Row, r.Iteration, r.TaskID, r.Status, reward, r.TestsPassed, r.TestsTotal))
+		tests := "none"
+		if r.TestsReported {
+			tests = fmt.Sprintf("%d/%d", orZero(r.TestsPassed), orZero(r.TestsTotal))
+		}
+		out = append(out, fmt.Sprintf("%s %d %s %s %s %s", r.Row, r.Iteration, r.TaskID, r.Status, reward, tests))
 	}
 	slices.Sort(out)
 	return out

@@ -112,6 +112,9 @@ func TestSIGKILLAndResume(t *testing.T) {
 	if len(rows) != len(resumeTasks)*resumeIters {
 		t.Errorf("%d rows, want %d", len(rows), len(resumeTasks)*resumeIters)
 	}
+	// Each committed update is in the updates table once, whatever
+	// iterations the kills made the run redo.
+	assertUpdatesInMetrics(t, d.Path, readJSONL[Provenance](t, filepath.Join(d.Path, rundir.SkillUpdatesFile)))
 	// Every history id is unique and every reward names a known entry.
 	entries := historyEntries(t, d.Path)
 	ids := map[string]bool{}

@@ -374,10 +374,10 @@ func (r *Run) closeIteration(ctx context.Context, it int, done iterationOutcome)
 	}
 	rows := done.rows
 	sort.Slice(rows, func(a, b int) bool { return rows[a].TaskID < rows[b].TaskID })
-	for i := range rows {
-		rows[i].SkillUpdates = updates
-	}
 	spreadCoevo(rows, coevoUsage(coevo.Take()))
+	if err := r.recordUpdates(it, updates); err != nil {
+		return err
+	}
 	if err := rundir.WriteMetricsPart(r.Dir.MetricsDir(), it, rows); err != nil {
 		return err
 	}
@@ -425,8 +425,8 @@ func (r *Run) entryID(it int, task, kind string) string {
 }
 
 func (r *Run) baseRow(it int, task, trialID, student string, hashes map[conditions.Role]string) rundir.MetricRow {
-	return rundir.MetricRow{
-		RunID: r.Dir.ID, MatrixID: r.MatrixID, Row: r.Spec.Name, BaselinePreset: r.Spec.Preset,
+	row := rundir.MetricRow{
+		RunID: r.runID(), MatrixID: rundir.Nullable(r.MatrixID), Row: r.Spec.Name, BaselinePreset: rundir.Nullable(r.Spec.Preset),
 		Condition: string(r.Spec.Condition), SkillUpdatePolicy: r.Spec.Policy.String(), Lab: r.Spec.Lab,
 		Agent: r.AgentKind, Seed: r.Spec.Seed, Offline: r.Offline, Iteration: int32(it), TaskID: task,
 		TrialID: trialID, Student: student, Phase: rundir.PhaseTrain, VerifierFeedback: string(r.Config.Experiment.Verifier()),
@@ -436,15 +436,49 @@ func (r *Run) baseRow(it int, task, trialID, student string, hashes map[conditio
 		MediatorModel: r.modelID(conditions.RoleMediator), CompactorModel: r.modelID(conditions.RoleCompactor),
 		AdvisorModel: r.modelID(conditions.RoleAdvisor), ReflectorModel: r.modelID(conditions.RoleReflector),
 	}
+	if r.AgentKind == AgentLab {
+		row.PlannerContextChars = new(int32(0))
+	}
+	return row
 }
 
-// modelID is the model a role is configured with ("" when it has none).
-func (r *Run) modelID(role conditions.Role) string {
+// runID is the run id of the metric rows, unique across matrices.
+func (r *Run) runID() string { return rundir.RunID(r.MatrixID, r.Dir.ID) }
+
+// modelID is the model a role is configured with, or nil when it has none
+// or takes no part in this row, so the column never names a model that did
+// no work.
+func (r *Run) modelID(role conditions.Role) *string {
+	if !r.roleWorks(role) {
+		return nil
+	}
 	m, err := r.Config.Model(role)
 	if err != nil {
-		return ""
+		return nil
 	}
-	return m.Model
+	return rundir.Nullable(m.Model)
+}
+
+// roleWorks reports whether a model role can be called in this row: the
+// Planner and Executor serve the lab agent only, the Mediator runs under
+// its conditions, the compactor shortens trace summaries, the Advisor
+// reviews executor proposals and the Reflector revises planner or learned
+// mediator skills.
+func (r *Run) roleWorks(role conditions.Role) bool {
+	p := r.Spec.Policy
+	switch role {
+	case conditions.RolePlanner, conditions.RoleExecutor:
+		return r.AgentKind == AgentLab
+	case conditions.RoleMediator:
+		return r.Spec.Condition.MediatorRuns()
+	case conditions.RoleCompactor:
+		return r.Spec.Condition.PlannerContext() == conditions.ContextTraceSummaries
+	case conditions.RoleAdvisor:
+		return p.Executor
+	case conditions.RoleReflector:
+		return p.Planner || p.Mediator && r.Spec.Condition == conditions.LearnedMediator
+	}
+	return true
 }
 
 func fillTraceColumns(row *rundir.MetricRow, t *executor.Trace) {
@@ -454,15 +488,23 @@ func fillTraceColumns(row *rundir.MetricRow, t *executor.Trace) {
 		v := *t.Reward
 		row.Reward = &v
 	}
-	row.TestsPassed, row.TestsFailed, row.TestsTotal = int32(t.Tests.Passed), int32(t.Tests.Failed), int32(t.Tests.Total)
+	if t.Tests.Reported {
+		row.TestsPassed, row.TestsFailed, row.TestsTotal = new(int32(t.Tests.Passed)), new(int32(t.Tests.Failed)), new(int32(t.Tests.Total))
+	}
 	row.TestsReported = t.Tests.Reported
-	row.BuildMS = t.Timings.Build.Milliseconds()
-	row.AgentMS = t.Timings.Agent.Milliseconds()
-	row.VerifierMS = t.Timings.Verifier.Milliseconds()
-	row.TrialMS = t.Timings.Total.Milliseconds()
-	row.QueueMS = t.Timings.Queue.Milliseconds()
+	row.BuildMS = new(t.Timings.Build.Milliseconds())
+	row.AgentMS = new(t.Timings.Agent.Milliseconds())
+	row.VerifierMS = new(t.Timings.Verifier.Milliseconds())
+	row.TrialMS = new(t.Timings.Total.Milliseconds())
+	row.QueueMS = new(t.Timings.Queue.Milliseconds())
+	if !t.StartedAt.IsZero() {
+		row.TrialStartedAt = new(t.StartedAt.UTC())
+	}
+	if !t.FinishedAt.IsZero() {
+		row.TrialFinishedAt = new(t.FinishedAt.UTC())
+	}
 	row.Warnings = append([]string{}, t.Warnings...)
-	row.Cause = t.Cause
+	row.Cause = rundir.Nullable(t.Cause)
 	row.MalformedToolCalls = int32(t.Usage.MalformedToolCalls)
 }
 

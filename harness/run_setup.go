@@ -172,8 +172,13 @@ func (r *Run) rewind(st *State) error {
 		}
 	}
 	parts, _ := filepath.Glob(filepath.Join(r.Dir.MetricsDir(), rundir.MetricsPartPattern))
-	for _, p := range parts {
-		if it, ok := rundir.ParseMetricsPart(filepath.Base(p)); ok && it > st.CompletedIteration {
+	updates, _ := filepath.Glob(filepath.Join(r.Dir.MetricsDir(), rundir.UpdatesDir, rundir.UpdatesPartPattern))
+	for _, p := range append(parts, updates...) {
+		it, ok := rundir.ParseMetricsPart(filepath.Base(p))
+		if !ok {
+			it, ok = rundir.ParseUpdatesPart(filepath.Base(p))
+		}
+		if ok && it > st.CompletedIteration {
 			if err := os.Remove(p); err != nil {
 				return err
 			}

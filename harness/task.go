@@ -76,7 +76,9 @@ func (t *taskRun) plan(ctx context.Context) (string, bool) {
 	exp := t.r.Config.Experiment
 	allowed := t.r.visible(conditions.ConsumerPlannerPlan)
 	header, prior := t.in.book.priorContext(allowed, t.task.ID, exp.SharedNotes, exp.PlannerContextMaxChars)
-	t.row.PlannerContextChars = int32(len(prior))
+	if t.row.PlannerContextChars != nil {
+		t.row.PlannerContextChars = new(int32(len(prior)))
+	}
 	if !t.lab() {
 		return "", true
 	}
@@ -119,7 +121,7 @@ func (t *taskRun) planFailed(ctx context.Context, err error) {
 		return
 	}
 	if !fatal {
-		t.r.emit(Event{Kind: EventTrialDone, Iteration: t.it, Task: t.task.ID, Status: t.row.Status, Message: t.row.Cause})
+		t.r.emit(Event{Kind: EventTrialDone, Iteration: t.it, Task: t.task.ID, Status: t.row.Status, Message: orZero(t.row.Cause)})
 	}
 	t.out.row = t.r.finishRow(t.row, t.tap.Take())
 }

@@ -36,7 +36,7 @@ func syntheticRun(b *testing.B, dir, row string, seed int64, tasks, iterations i
 				Status: "scored", PlannerInputTokens: 1200, PlannerOutputTokens: 300, PlannerCostUSD: 0.01,
 				ExecutorInputTokens: 20000, ExecutorOutputTokens: 2000, ExecutorCostUSD: 0.05,
 				MediatorInputTokens: 3000, MediatorOutputTokens: 500, MediatorCostUSD: 0.004,
-				ExecutorSkillHash: "e", PlannerSkillHash: "p", MediatorSkillHash: "m", SkillUpdates: updates,
+				ExecutorSkillHash: "e", PlannerSkillHash: "p", MediatorSkillHash: "m",
 			}
 			if rng.IntN(50) == 0 {
 				r.Status, r.EnvFailure = "env_failure", true
@@ -47,6 +47,14 @@ func syntheticRun(b *testing.B, dir, row string, seed int64, tasks, iterations i
 			rows[t] = r
 		}
 		if err := rundir.WriteMetricsPart(mdir, it, rows); err != nil {
+			b.Fatal(err)
+		}
+		var urows []rundir.UpdateRow
+		for _, u := range updates {
+			urows = append(urows, rundir.UpdateRow{RunID: filepath.Base(dir), Row: row, Seed: seed, Iteration: int32(it),
+				Role: u.Role, ProvenanceID: u.ProvenanceID, OldHash: u.OldHash, NewHash: u.NewHash})
+		}
+		if err := rundir.WriteUpdatesPart(mdir, it, urows); err != nil {
 			b.Fatal(err)
 		}
 	}

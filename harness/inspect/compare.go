@@ -347,6 +347,9 @@ func CompareAndSeries(dir string, opts CompareOptions) (*Comparison, []RowSeries
 	if err != nil {
 		return nil, nil, fmt.Errorf("read metrics of %s: %w", dir, err)
 	}
+	if err := sa.addTableUpdates(dir); err != nil {
+		return nil, nil, fmt.Errorf("read series of %s: %w", dir, err)
+	}
 	cmp, err := compareRows(m, dir, ca.rows, opts)
 	if err != nil {
 		return nil, nil, err

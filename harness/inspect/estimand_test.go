@@ -23,7 +23,7 @@ func evalRows(runID, row, condition, policy string, seed int64, ckpt int32, tria
 	}
 	out := rowsOf(runID, row, condition, policy, seed, trials...)
 	for i := range out {
-		out[i].Phase, out[i].CheckpointIteration = rundir.PhaseEval, ckpt
+		out[i].Phase, out[i].CheckpointIteration = rundir.PhaseEval, ptr(ckpt)
 	}
 	return out
 }

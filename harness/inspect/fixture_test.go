@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
@@ -15,6 +17,45 @@ import (
 // writes them, so the readers are tested against the real formats.
 
 func ptr[T any](v T) *T { return &v }
+
+// legacyRow is a metric row as parts written before the updates table hold
+// it: the iteration's committed updates repeated on every row.
+type legacyRow struct {
+	rundir.MetricRow
+	SkillUpdates []rundir.SkillUpdate `parquet:"skill_updates,list"`
+}
+
+// writeLegacyPart writes rows in that older format to path.
+func writeLegacyPart(t testing.TB, path string, rows []legacyRow, opts ...parquet.WriterOption) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := parquet.NewGenericWriter[legacyRow](f, opts...)
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeUpdates records skill updates committed in iteration it of the run
+// in runDir, as the harness does.
+func writeUpdates(t testing.TB, runDir string, it int, rows ...rundir.UpdateRow) {
+	t.Helper()
+	for i := range rows {
+		rows[i].Iteration = int32(it)
+	}
+	if err := rundir.WriteUpdatesPart(filepath.Join(runDir, rundir.MetricsDir), it, rows); err != nil {
+		t.Fatal(err)
+	}
+}
 
 var fixtureTime = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 

@@ -104,6 +104,9 @@ func Summarize(dir string) (DirSummary, error) {
 	if err := scanFiles(files, fullScan, agg.add); err != nil {
 		return s, fmt.Errorf("summarize %s: %w", dir, err)
 	}
+	if err := agg.addTableUpdates(dir); err != nil {
+		return s, fmt.Errorf("summarize %s: %w", dir, err)
+	}
 	agg.fill(&s)
 	return s, nil
 }
@@ -182,6 +185,9 @@ func SummarizeMatrix(dir string) (DirSummary, []DirSummary, error) {
 		}
 		var t totals
 		if err := scanFiles(byDir[rd], fullScan, t.add); err != nil {
+			return DirSummary{}, nil, fmt.Errorf("summarize %s: %w", dir, err)
+		}
+		if err := t.addTableUpdates(rd); err != nil {
 			return DirSummary{}, nil, fmt.Errorf("summarize %s: %w", dir, err)
 		}
 		delete(byDir, rd)

@@ -297,6 +297,9 @@ func Run(dir string) (*RunView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inspect %s: %w", dir, err)
 	}
+	if err := addTableUpdates(dir, iters, metricUpdates); err != nil {
+		return nil, fmt.Errorf("inspect %s: %w", dir, err)
+	}
 	if len(perTask) > 0 {
 		v.MeanReward = float(stats.MacroMean(perTask))
 	}
@@ -340,6 +343,25 @@ func Run(dir string) (*RunView, error) {
 			f.FromIteration, rundir.ConfigFile, f.KeptConfig))
 	}
 	return v, nil
+}
+
+// addTableUpdates counts the updates table's updates under the iterations
+// that committed them, as the scan does with those old parts carry.
+func addTableUpdates(dir string, iters map[int]*iterAgg, fromMetrics map[string]SkillUpdate) error {
+	updates, err := tableUpdates(dir)
+	if err != nil {
+		return err
+	}
+	for _, u := range updates {
+		if it := iters[int(u.Iteration)]; it != nil {
+			it.updates[u.ProvenanceID] = true
+		}
+		if _, ok := fromMetrics[u.ProvenanceID]; !ok {
+			fromMetrics[u.ProvenanceID] = SkillUpdate{Iteration: int(u.Iteration), ID: u.ProvenanceID,
+				Role: u.Role, OldHash: u.OldHash, NewHash: u.NewHash, Source: "metrics"}
+		}
+	}
+	return nil
 }
 
 // readJSONL decodes each complete line of a sidecar file into a fresh T.

@@ -32,13 +32,14 @@ func runFixture(t *testing.T, root string) string {
 		rows[i].CachedInputTokens = 600
 		if rows[i].Iteration == 2 {
 			rows[i].CoevoInputTokens, rows[i].CoevoCostUSD = 50, 0.25
-			rows[i].SkillUpdates = []rundir.SkillUpdate{
-				{Role: "executor", ProvenanceID: "executor/b-0001", OldHash: "aaaaaaaaaaaaaaaa", NewHash: "bbbbbbbbbbbbbbbb"},
-				{Role: "planner", ProvenanceID: "planner/reflection-i0002", OldHash: "cc", NewHash: "dd"},
-			}
 		}
 	}
 	writeMetrics(t, dir, rows)
+	writeUpdates(t, dir, 2,
+		rundir.UpdateRow{RunID: "run1", Row: "full_coevolution", Seed: 42, Role: "executor", ProvenanceID: "executor/b-0001",
+			OldHash: "aaaaaaaaaaaaaaaa", NewHash: "bbbbbbbbbbbbbbbb"},
+		rundir.UpdateRow{RunID: "run1", Row: "full_coevolution", Seed: 42, Role: "planner", ProvenanceID: "planner/reflection-i0002",
+			OldHash: "cc", NewHash: "dd"})
 	writeLines(t, filepath.Join(dir, rundir.SkillUpdatesFile),
 		`{"id":"executor/b-0001","role":"executor","flow":"advisor_gate","iteration":2,"rule":"posterior","numbers":{"p_better":0.9},"old_hash":"aaaaaaaaaaaaaaaa","new_hash":"bbbbbbbbbbbbbbbb","time":"2025-03-01T12:05:00Z"}`)
 	writeLines(t, filepath.Join(dir, rundir.RejectedFile),
@@ -291,8 +292,8 @@ func TestEvaluationRowsStayOutOfTheTrainingView(t *testing.T) {
 	one, zero := 1.0, 0.0
 	train := []rundir.MetricRow{{RunID: "r", Row: "r", Iteration: 1, TaskID: "a", Status: "scored", Reward: &zero}}
 	eval := []rundir.MetricRow{
-		{RunID: "r", Row: "r", Iteration: 1, TaskID: "h", Status: "scored", Reward: &one, Phase: rundir.PhaseEval, CheckpointIteration: 1},
-		{RunID: "r", Row: "r", Iteration: 1, TaskID: "h", Status: "scored", Reward: &one, Phase: rundir.PhaseEval, CheckpointIteration: 1},
+		{RunID: "r", Row: "r", Iteration: 1, TaskID: "h", Status: "scored", Reward: &one, Phase: rundir.PhaseEval, CheckpointIteration: ptr(int32(1))},
+		{RunID: "r", Row: "r", Iteration: 1, TaskID: "h", Status: "scored", Reward: &one, Phase: rundir.PhaseEval, CheckpointIteration: ptr(int32(1))},
 	}
 	metrics := filepath.Join(run, rundir.MetricsDir)
 	if err := os.MkdirAll(metrics, 0o755); err != nil {

@@ -18,12 +18,12 @@ import (
 // randomRows makes rows exercising what the scanner must get right: NULL
 // and non-NULL rewards, environment failures, skill-update lists of length
 // 0 to 3, and every spend column.
-func randomRows(n int) []rundir.MetricRow {
+func randomRows(n int) []legacyRow {
 	rng := rand.New(rand.NewPCG(3, 4))
-	rows := make([]rundir.MetricRow, n)
+	rows := make([]legacyRow, n)
 	for i := range rows {
-		r := rundir.MetricRow{
-			RunID: fmt.Sprintf("run-%d", i%3), Row: fmt.Sprintf("row-%d", i%4), BaselinePreset: "p", Condition: "c",
+		r := legacyRow{MetricRow: rundir.MetricRow{
+			RunID: fmt.Sprintf("run-%d", i%3), Row: fmt.Sprintf("row-%d", i%4), BaselinePreset: ptr("p"), Condition: "c",
 			SkillUpdatePolicy: "all", Lab: "default", Seed: int64(i % 5), Offline: i%2 == 0, Iteration: int32(i / 10),
 			TaskID: fmt.Sprintf("task-%d", rng.IntN(7)), Status: "scored",
 			PlannerInputTokens: rng.Int64N(1000), PlannerOutputTokens: rng.Int64N(1000), PlannerCostUSD: rng.Float64(),
@@ -31,7 +31,7 @@ func randomRows(n int) []rundir.MetricRow {
 			MediatorInputTokens: rng.Int64N(1000), MediatorOutputTokens: rng.Int64N(1000), MediatorCostUSD: rng.Float64(),
 			CompactorInputTokens: rng.Int64N(1000), CompactorOutputTokens: rng.Int64N(1000), CompactorCostUSD: rng.Float64(),
 			CoevoInputTokens: rng.Int64N(1000), CoevoOutputTokens: rng.Int64N(1000), CoevoCostUSD: rng.Float64(),
-		}
+		}}
 		switch rng.IntN(4) {
 		case 0:
 			r.Status, r.EnvFailure = "env_failure", true
@@ -50,9 +50,9 @@ func randomRows(n int) []rundir.MetricRow {
 	return rows
 }
 
-func checkRecord(t *testing.T, i int, want rundir.MetricRow, got record) {
+func checkRecord(t *testing.T, i int, want legacyRow, got record) {
 	t.Helper()
-	if got.RunID != want.RunID || got.Row != want.Row || got.Preset != want.BaselinePreset || got.Condition != want.Condition ||
+	if got.RunID != want.RunID || got.Row != want.Row || got.Preset != *want.BaselinePreset || got.Condition != want.Condition ||
 		got.Policy != want.SkillUpdatePolicy || got.Lab != want.Lab || got.Seed != want.Seed || got.Offline != want.Offline ||
 		got.Iteration != want.Iteration || got.TaskID != want.TaskID || got.Status != want.Status || got.EnvFailure != want.EnvFailure {
 		t.Fatalf("row %d: got %+v, want %+v", i, got, want)
@@ -89,23 +89,16 @@ func TestScanMatchesTheWrittenRows(t *testing.T) {
 		name  string
 		write func(path string) error
 	}{
-		// As the harness writes a part.
-		{"harness part", func(path string) error {
-			return rundir.WriteMetricsPart(filepath.Dir(path), 1, rows)
+		// As an older harness wrote a part, with the updates on the rows.
+		{"older harness part", func(path string) error {
+			writeLegacyPart(t, path, rows, parquet.Compression(&parquet.Zstd))
+			return nil
 		}},
 		// Several row groups and many small pages, as a compacted dataset
 		// might have.
 		{"row groups and pages", func(path string) error {
-			f, err := os.Create(path)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			w := parquet.NewGenericWriter[rundir.MetricRow](f, parquet.MaxRowsPerRowGroup(300), parquet.PageBufferSize(512))
-			if _, err := w.Write(rows); err != nil {
-				return err
-			}
-			return w.Close()
+			writeLegacyPart(t, path, rows, parquet.MaxRowsPerRowGroup(300), parquet.PageBufferSize(512))
+			return nil
 		}},
 	}
 	for i, tc := range tests {
@@ -141,9 +134,7 @@ func TestScanMatchesTheWrittenRows(t *testing.T) {
 func TestScanOnlyDecodesWhatItIsAsked(t *testing.T) {
 	rows := randomRows(10)
 	dir := t.TempDir()
-	if err := rundir.WriteMetricsPart(dir, 1, rows); err != nil {
-		t.Fatal(err)
-	}
+	writeLegacyPart(t, filepath.Join(dir, "part-00001.parquet"), rows)
 	err := scanFiles([]string{filepath.Join(dir, "part-00001.parquet")}, compareScan, func(batch []record) error {
 		for _, r := range batch {
 			if r.InputTokens != [len(roles)]int64{} || len(r.Updates) != 0 {

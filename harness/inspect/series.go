@@ -52,6 +52,9 @@ func Series(dir string) ([]RowSeries, error) {
 	if err := scanFiles(files, fullScan, sa.addBatch); err != nil {
 		return nil, fmt.Errorf("read series of %s: %w", dir, err)
 	}
+	if err := sa.addTableUpdates(dir); err != nil {
+		return nil, fmt.Errorf("read series of %s: %w", dir, err)
+	}
 	return sa.finish(m), nil
 }
 
@@ -115,6 +118,21 @@ func (sa *seriesAgg) add(c *record) {
 			st.updates[key] = int(c.Iteration)
 		}
 	}
+}
+
+// addTableUpdates records the updates of dir's updates table, each at the
+// iteration that committed it, for rows the metric rows named.
+func (sa *seriesAgg) addTableUpdates(dir string) error {
+	updates, err := tableUpdates(dir)
+	if err != nil {
+		return err
+	}
+	for _, u := range updates {
+		if st := sa.rows[sa.names.name(u.Row, u.Seed)]; st != nil {
+			st.updates[[2]string{u.RunID, u.ProvenanceID}] = int(u.Iteration)
+		}
+	}
+	return nil
 }
 
 func (sa *seriesAgg) finish(m rundir.Manifest) []RowSeries {

@@ -37,11 +37,15 @@ func TestSeriesOfARun(t *testing.T) {
 func TestSeriesPoolsSeeds(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "m-matrix")
 	a := rowsOf("s1", "full-seed1", "learned_mediator", "all", 1, scored(1, "a", 1))
-	a[0].SkillUpdates = []rundir.SkillUpdate{{Role: "executor", ProvenanceID: "executor/b-1"}}
 	b := rowsOf("s2", "full-seed2", "learned_mediator", "all", 2, scored(1, "a", 0))
-	// The same provenance id in another run is another update.
-	b[0].SkillUpdates = []rundir.SkillUpdate{{Role: "executor", ProvenanceID: "executor/b-1"}}
 	writeMatrix(t, dir, []string{"full-seed1", "full-seed2"}, map[string][]rundir.MetricRow{"full-seed1": a, "full-seed2": b})
+	// The first row is in the older format, its update on its metric rows;
+	// the second records it in the updates table. The same provenance id
+	// in another run is another update.
+	writeLegacyPart(t, filepath.Join(dir, "full-seed1", rundir.MetricsDir, rundir.MetricsPartName(1)),
+		[]legacyRow{{MetricRow: a[0], SkillUpdates: []rundir.SkillUpdate{{Role: "executor", ProvenanceID: "executor/b-1"}}}})
+	writeUpdates(t, filepath.Join(dir, "full-seed2"), 1,
+		rundir.UpdateRow{RunID: "m-matrix/s2", Row: "full-seed2", Seed: 2, Role: "executor", ProvenanceID: "executor/b-1"})
 	series, err := Series(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -106,8 +110,9 @@ func TestCompareAndSeriesAgreesWithEachApart(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "m-matrix")
 	nf := rowsOf("nf", "no_feedback", "no_feedback", "none", 1, scored(1, "a", 0), scored(1, "b", 1), scored(2, "a", 1), scored(2, "b", 0.5))
 	lm := rowsOf("lm", "learned", "learned_mediator", "all", 1, scored(1, "a", 1), scored(1, "b", 1), scored(2, "a", 1), scored(2, "b", 0))
-	lm[0].SkillUpdates = []rundir.SkillUpdate{{Role: "executor", ProvenanceID: "executor/b-1"}}
 	writeMatrix(t, dir, []string{"no_feedback", "learned"}, map[string][]rundir.MetricRow{"no_feedback": nf, "learned": lm})
+	writeUpdates(t, filepath.Join(dir, "learned"), 1, rundir.UpdateRow{RunID: lm[0].RunID, Row: lm[0].Row, Seed: lm[0].Seed,
+		Role: "executor", ProvenanceID: "executor/b-1"})
 	cmp, series, err := CompareAndSeries(dir, CompareOptions{})
 	if err != nil {
 		t.Fatal(err)

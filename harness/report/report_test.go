@@ -51,13 +51,17 @@ func writeRow(t *testing.T, dir, row, condition string, fn func(task string, it 
 			if task == "b" && it == 2 {
 				r.Status, r.Reward, r.EnvFailure = "env_failure", nil, true
 			}
-			if it == 2 && condition != "no_feedback" {
-				r.SkillUpdates = []rundir.SkillUpdate{{Role: "executor", ProvenanceID: "executor/b-1", OldHash: "x", NewHash: "y"}}
-			}
 			rows = append(rows, r)
 		}
 		if err := rundir.WriteMetricsPart(filepath.Join(dir, "metrics"), it, rows); err != nil {
 			t.Fatal(err)
+		}
+		if it == 2 && condition != "no_feedback" {
+			u := rundir.UpdateRow{RunID: filepath.Base(dir), Row: row, Seed: 42, Iteration: int32(it), Role: "executor",
+				ProvenanceID: "executor/b-1", OldHash: "x", NewHash: "y"}
+			if err := rundir.WriteUpdatesPart(filepath.Join(dir, "metrics"), it, []rundir.UpdateRow{u}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }

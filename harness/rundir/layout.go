@@ -116,6 +116,37 @@ func ParseMetricsPart(name string) (iteration int, ok bool) {
 	return iteration, err == nil
 }
 
+// UpdatesDir, inside MetricsDir, holds the updates table: one row per
+// committed skill update, in one file per iteration that committed any. It
+// is a folder of its own so a glob of MetricsDir/*.parquet reads metric
+// rows only.
+const UpdatesDir = "updates"
+
+// UpdatesPartPattern matches the names UpdatesPartName gives.
+const UpdatesPartPattern = "updates-*" + MetricsPartExt
+
+const updatesPartFormat = "updates-%05d" + MetricsPartExt
+
+// UpdatesPartName is the file, in MetricsDir/UpdatesDir, holding the skill
+// updates committed in one iteration.
+func UpdatesPartName(iteration int) string { return fmt.Sprintf(updatesPartFormat, iteration) }
+
+// ParseUpdatesPart reads the iteration back from an updates part's name.
+func ParseUpdatesPart(name string) (iteration int, ok bool) {
+	_, err := fmt.Sscanf(name, updatesPartFormat, &iteration)
+	return iteration, err == nil
+}
+
+// RunID is the run id of a run's metric rows, unique across matrices: the
+// run directory's name, qualified by the matrix for a matrix row (row
+// directories repeat their names from one matrix to the next).
+func RunID(matrixID, dirName string) string {
+	if matrixID == "" {
+		return dirName
+	}
+	return matrixID + "/" + dirName
+}
+
 // EvalPartPattern matches the names EvalPartName gives.
 const EvalPartPattern = "eval-*" + MetricsPartExt
 

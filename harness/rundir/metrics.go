@@ -40,14 +40,15 @@ func writeParquet(path string, rows []MetricRow) error {
 }
 
 // ReadMetrics reads every metrics part under dir (recursively, so a matrix
-// directory yields all of its rows), in file-name order.
+// directory yields all of its rows), in file-name order. The updates table
+// (MetricsDir/UpdatesDir) is not read: see ReadSkillUpdates.
 func ReadMetrics(dir string) ([]MetricRow, error) {
 	var files []string
 	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() && strings.HasSuffix(path, MetricsPartExt) && strings.Contains(filepath.ToSlash(path), "/"+MetricsDir+"/") {
+		if !d.IsDir() && strings.HasSuffix(path, MetricsPartExt) && filepath.Base(filepath.Dir(path)) == MetricsDir {
 			files = append(files, path)
 		}
 		return nil
@@ -67,8 +68,18 @@ func ReadMetrics(dir string) ([]MetricRow, error) {
 	return out, nil
 }
 
-// ReadMetricsFile reads one Parquet part; a damaged file is an error, not a panic.
+// ReadMetricsFile reads one Parquet part; a damaged file is an error, not a
+// panic. Rows of parts written by older harnesses are brought to the
+// current form (see upgradeRow).
 func ReadMetricsFile(path string) ([]MetricRow, error) {
+	rows, err := readParquetFile[MetricRow](path, "metrics")
+	for i := range rows {
+		upgradeRow(&rows[i])
+	}
+	return rows, err
+}
+
+func readParquetFile[T any](path, what string) ([]T, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -80,14 +91,47 @@ func ReadMetricsFile(path string) ([]MetricRow, error) {
 	}
 	pf, err := parquet.OpenFile(f, st.Size())
 	if err != nil {
-		return nil, fmt.Errorf("open metrics file %s: %w", path, err)
+		return nil, fmt.Errorf("open %s file %s: %w", what, path, err)
 	}
-	r := parquet.NewGenericReader[MetricRow](pf)
+	r := parquet.NewGenericReader[T](pf)
 	defer r.Close()
-	rows := make([]MetricRow, pf.NumRows())
+	rows := make([]T, pf.NumRows())
 	n, err := r.Read(rows)
 	if err != nil && err != io.EOF {
-		return nil, fmt.Errorf("read metrics file %s: %w", path, err)
+		return nil, fmt.Errorf("read %s file %s: %w", what, path, err)
 	}
 	return rows[:n], nil
 }
+
+// upgradeRow gives a row read from an older part the current form: columns
+// that were required then hold "" or 0 for "not applicable", which is NULL
+// now, and a matrix row's run id was its row directory alone.
+func upgradeRow(r *MetricRow) {
+	for _, p := range []**string{&r.MatrixID, &r.BaselinePreset, &r.Cause, &r.PlannerModel,
+		&r.ExecutorModel, &r.MediatorModel, &r.CompactorModel, &r.AdvisorModel, &r.ReflectorModel} {
+		if *p != nil && **p == "" {
+			*p = nil
+		}
+	}
+	if r.MatrixID != nil && !strings.HasPrefix(r.RunID, *r.MatrixID+"/") {
+		r.RunID = RunID(*r.MatrixID, r.RunID)
+	}
+	if r.RowPhase() == PhaseTrain {
+		r.CheckpointIteration = nil
+	}
+	// Parts from before tests_reported existed may hold real counts.
+	if !r.TestsReported && zeroOrNil(r.TestsPassed) && zeroOrNil(r.TestsFailed) && zeroOrNil(r.TestsTotal) {
+		r.TestsPassed, r.TestsFailed, r.TestsTotal = nil, nil, nil
+	}
+}
+
+// Nullable is v, or nil (NULL in a Parquet column) when v is the zero value.
+func Nullable[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
+func zeroOrNil(p *int32) bool { return p == nil || *p == 0 }

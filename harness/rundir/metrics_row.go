@@ -1,13 +1,24 @@
 package rundir
 
+import "time"
+
 // MetricRow is one row of a run's metrics: one task in one iteration of one
 // run. The Parquet column names are the snake_case tags; docs/outputs.md
-// documents every column.
+// documents every column. A column that does not apply to a row (no
+// matrix, no preset, no test report, no trial) is NULL, never an empty
+// string or a zero standing for "none"; parts written before a column
+// became optional read back with the zero value.
 type MetricRow struct {
-	RunID             string `parquet:"run_id,dict" json:"run_id"`
-	MatrixID          string `parquet:"matrix_id,dict" json:"matrix_id"`
-	Row               string `parquet:"row,dict" json:"row"`
-	BaselinePreset    string `parquet:"baseline_preset,dict" json:"baseline_preset"`
+	RunID string `parquet:"run_id,dict" json:"run_id"`
+	// MatrixID is NULL for a standalone run. RunID is unique across runs
+	// and matrices: a run's directory name, or for a matrix row "<matrix
+	// id>/<row directory>" (see RunID); ReadMetricsFile qualifies the
+	// bare row directory that parts written before held.
+	MatrixID *string `parquet:"matrix_id,optional,dict" json:"matrix_id"`
+	Row      string  `parquet:"row,dict" json:"row"`
+	// BaselinePreset is NULL for a row given as condition and policy.
+	BaselinePreset *string `parquet:"baseline_preset,optional,dict" json:"baseline_preset"`
+
 	Condition         string `parquet:"condition,dict" json:"condition"`
 	SkillUpdatePolicy string `parquet:"skill_update_policy,dict" json:"skill_update_policy"`
 	Lab               string `parquet:"lab,dict" json:"lab"`
@@ -25,29 +36,31 @@ type MetricRow struct {
 	// the column existed read back empty, which means PhaseTrain.
 	Phase Phase `parquet:"phase,dict" json:"phase"`
 	// CheckpointIteration is, on PhaseEval rows, the iteration whose skills
-	// were evaluated (0 is the initial skills); 0 on training rows.
-	CheckpointIteration int32 `parquet:"checkpoint_iteration" json:"checkpoint_iteration"`
+	// were evaluated (0 is the initial skills); NULL on training rows.
+	CheckpointIteration *int32 `parquet:"checkpoint_iteration,optional" json:"checkpoint_iteration"`
 	// VerifierFeedback is the [experiment] verifier_feedback setting the
 	// row ran under (outcome, tests or diagnostics).
 	VerifierFeedback string `parquet:"verifier_feedback,dict" json:"verifier_feedback"`
 	// Reward is NULL whenever the trial produced no valid reward.
-	Reward      *float64 `parquet:"reward,optional" json:"reward"`
-	EnvFailure  bool     `parquet:"env_failure" json:"env_failure"`
-	TestsPassed int32    `parquet:"tests_passed" json:"tests_passed"`
-	TestsFailed int32    `parquet:"tests_failed" json:"tests_failed"`
-	TestsTotal  int32    `parquet:"tests_total" json:"tests_total"`
-	// TestsReported says the verifier wrote a per-test report; without
-	// one the three counts above are 0 and mean "unknown". Parts written
-	// before the column existed read back false.
+	Reward     *float64 `parquet:"reward,optional" json:"reward"`
+	EnvFailure bool     `parquet:"env_failure" json:"env_failure"`
+	// The test counts are NULL when the verifier wrote no per-test report.
+	TestsPassed *int32 `parquet:"tests_passed,optional" json:"tests_passed"`
+	TestsFailed *int32 `parquet:"tests_failed,optional" json:"tests_failed"`
+	TestsTotal  *int32 `parquet:"tests_total,optional" json:"tests_total"`
+	// TestsReported says the verifier wrote a per-test report. Parts
+	// written before the column existed read back false.
 	TestsReported bool `parquet:"tests_reported" json:"tests_reported"`
 
-	BuildMS    int64 `parquet:"build_ms" json:"build_ms"`
-	AgentMS    int64 `parquet:"agent_ms" json:"agent_ms"`
-	VerifierMS int64 `parquet:"verifier_ms" json:"verifier_ms"`
-	TrialMS    int64 `parquet:"trial_ms" json:"trial_ms"`
-	// QueueMS is how long the trial waited for its turn (the -j budget and
-	// a container slot) before its sandbox was set up; not in TrialMS.
-	QueueMS int64 `parquet:"queue_ms" json:"queue_ms"`
+	// The phase durations are NULL when no trial ran (the plan failed).
+	BuildMS    *int64 `parquet:"build_ms,optional" json:"build_ms"`
+	AgentMS    *int64 `parquet:"agent_ms,optional" json:"agent_ms"`
+	VerifierMS *int64 `parquet:"verifier_ms,optional" json:"verifier_ms"`
+	TrialMS    *int64 `parquet:"trial_ms,optional" json:"trial_ms"`
+	// QueueMS is how long the trial waited for its turn (the -j budget, a
+	// container slot, a place on an engine) before its sandbox was set up;
+	// not in TrialMS. NULL when no trial ran.
+	QueueMS *int64 `parquet:"queue_ms,optional" json:"queue_ms"`
 	// Warnings are settings the trial's sandbox could not apply (a disk
 	// limit the storage driver refuses), so an analysis can set such
 	// trials apart.
@@ -94,36 +107,43 @@ type MetricRow struct {
 	// could not be used (not JSON, or not what the tool takes).
 	MalformedToolCalls int32 `parquet:"malformed_tool_calls" json:"malformed_tool_calls"`
 	// Cause says why a trial that was not scored ended as it did: which
-	// part failed (model, sandbox, verifier, agent) and its error; empty
+	// part failed (model, sandbox, verifier, agent) and its error; NULL
 	// for a scored trial.
-	Cause string `parquet:"cause" json:"cause"`
+	Cause *string `parquet:"cause,optional" json:"cause"`
 
 	ExecutorSkillHash string `parquet:"executor_skill_hash,dict" json:"executor_skill_hash"`
 	PlannerSkillHash  string `parquet:"planner_skill_hash,dict" json:"planner_skill_hash"`
 	MediatorSkillHash string `parquet:"mediator_skill_hash,dict" json:"mediator_skill_hash"`
 
-	// The model id each role was configured with. Parts written before
-	// these columns existed read back with them empty.
-	PlannerModel   string `parquet:"planner_model,dict" json:"planner_model"`
-	ExecutorModel  string `parquet:"executor_model,dict" json:"executor_model"`
-	MediatorModel  string `parquet:"mediator_model,dict" json:"mediator_model"`
-	CompactorModel string `parquet:"compactor_model,dict" json:"compactor_model"`
-	AdvisorModel   string `parquet:"advisor_model,dict" json:"advisor_model"`
-	ReflectorModel string `parquet:"reflector_model,dict" json:"reflector_model"`
+	// The model id each role was configured with; NULL for a role that has
+	// no model or takes no part in the row (see docs/outputs.md).
+	PlannerModel   *string `parquet:"planner_model,optional,dict" json:"planner_model"`
+	ExecutorModel  *string `parquet:"executor_model,optional,dict" json:"executor_model"`
+	MediatorModel  *string `parquet:"mediator_model,optional,dict" json:"mediator_model"`
+	CompactorModel *string `parquet:"compactor_model,optional,dict" json:"compactor_model"`
+	AdvisorModel   *string `parquet:"advisor_model,optional,dict" json:"advisor_model"`
+	ReflectorModel *string `parquet:"reflector_model,optional,dict" json:"reflector_model"`
 
 	// ReportWithheld is NULL when no Mediator ran for this trial.
-	ReportWithheld      *bool `parquet:"report_withheld,optional" json:"report_withheld"`
-	PlannerContextChars int32 `parquet:"planner_context_chars" json:"planner_context_chars"`
-	HumanNotes          int32 `parquet:"human_notes" json:"human_notes"`
-	Fallbacks           int32 `parquet:"fallbacks" json:"fallbacks"`
-	ProposalBuffered    bool  `parquet:"proposal_buffered" json:"proposal_buffered"`
+	ReportWithheld *bool `parquet:"report_withheld,optional" json:"report_withheld"`
+	// PlannerContextChars is NULL when no Planner works for the agent.
+	PlannerContextChars *int32 `parquet:"planner_context_chars,optional" json:"planner_context_chars"`
+	HumanNotes          int32  `parquet:"human_notes" json:"human_notes"`
+	Fallbacks           int32  `parquet:"fallbacks" json:"fallbacks"`
+	ProposalBuffered    bool   `parquet:"proposal_buffered" json:"proposal_buffered"`
 
-	// SkillUpdates are the skill updates committed in this iteration; they
-	// are repeated on every row of the iteration so any row tells the story.
-	SkillUpdates []SkillUpdate `parquet:"skill_updates,list" json:"skill_updates"`
+	// When the trial's sandbox work began and ended (UTC); NULL when no
+	// trial ran. The retries of the trial's model calls are model_retries.
+	TrialStartedAt  *time.Time `parquet:"trial_started_at,optional,timestamp(millisecond)" json:"trial_started_at"`
+	TrialFinishedAt *time.Time `parquet:"trial_finished_at,optional,timestamp(millisecond)" json:"trial_finished_at"`
+
+	// Committed skill updates are not on the rows: each is one row of the
+	// updates table (UpdateRow). Parts written before it existed repeat an
+	// iteration's updates on each of its rows, in a skill_updates column
+	// that ReadSkillUpdates still reads.
 }
 
-// SkillUpdate is one committed skill change, as recorded in metrics.
+// SkillUpdate is one committed skill change.
 type SkillUpdate struct {
 	Role         string `parquet:"role" json:"role"`
 	ProvenanceID string `parquet:"provenance_id" json:"provenance_id"`

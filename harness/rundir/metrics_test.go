@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -20,8 +19,8 @@ func TestMetricsReadByIndependentReader(t *testing.T) {
 	withheld := true
 	rows := []MetricRow{
 		{RunID: "run", Row: "full", Condition: "learned_mediator", SkillUpdatePolicy: "all", Iteration: 3,
-			TaskID: "a", Status: "scored", Reward: &r1, TestsPassed: 1, TestsTotal: 2, ReportWithheld: &withheld,
-			SkillUpdates: []SkillUpdate{{Role: "executor", ProvenanceID: "executor/b001", OldHash: "sha256:1", NewHash: "sha256:2"}}},
+			TaskID: "a", Status: "scored", Reward: &r1, TestsPassed: new(int32(1)), TestsFailed: new(int32(1)), TestsTotal: new(int32(2)),
+			TestsReported: true, ReportWithheld: &withheld, Cause: new("model: boom")},
 		{RunID: "run", Row: "full", Iteration: 3, TaskID: "b", Status: "env_failure", EnvFailure: true},
 		{RunID: "run", Row: "full", Iteration: 3, TaskID: "c", Status: "scored", Reward: &r2,
 			Warnings: []string{"storage_mb = 64 is not enforced"}},
@@ -61,10 +60,16 @@ func TestMetricsReadByIndependentReader(t *testing.T) {
 	if got := tasks.ValueStr(1); got != "b" {
 		t.Errorf("task_id[1] = %q", got)
 	}
-	updates := tbl.Column(col("skill_updates")).Data().Chunk(0).(*array.List)
-	listLen := func(i int) int64 { a, b := updates.ValueOffsets(i); return b - a }
-	if updates.Len() != 3 || listLen(0) != 1 || listLen(1) != 0 {
-		t.Errorf("skill_updates list lengths wrong: %v", updates)
+	if idx := tbl.Schema().FieldIndices("skill_updates"); len(idx) != 0 {
+		t.Errorf("metric rows still carry a skill_updates column: updates belong to the updates table")
+	}
+	totals := tbl.Column(col("tests_total")).Data().Chunk(0).(*array.Int32)
+	if totals.Value(0) != 2 || !totals.IsNull(1) || !totals.IsNull(2) {
+		t.Errorf("tests_total column = %v; want 2, NULL, NULL", totals)
+	}
+	causes := tbl.Column(col("cause")).Data().Chunk(0)
+	if causes.ValueStr(0) != "model: boom" || !causes.IsNull(1) {
+		t.Errorf("cause column = %v; want a cause, then NULL", causes)
 	}
 	warnings := tbl.Column(col("warnings")).Data().Chunk(0).(*array.List)
 	if a, b := warnings.ValueOffsets(2); b-a != 1 || warnings.ListValues().ValueStr(int(a)) != "storage_mb = 64 is not enforced" {
@@ -72,16 +77,5 @@ func TestMetricsReadByIndependentReader(t *testing.T) {
 	}
 	if a, b := warnings.ValueOffsets(0); b != a {
 		t.Errorf("warnings of a trial without any: %v", warnings)
-	}
-	st := updates.ListValues().(*array.Struct)
-	var prov string
-	stType := st.DataType().(*arrow.StructType)
-	for i := 0; i < st.NumField(); i++ {
-		if stType.Field(i).Name == "provenance_id" {
-			prov = st.Field(i).ValueStr(0)
-		}
-	}
-	if prov != "executor/b001" {
-		t.Errorf("skill_updates[0].provenance_id = %q", prov)
 	}
 }

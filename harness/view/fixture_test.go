@@ -116,19 +116,24 @@ func writeFixture(t testing.TB, root string) string {
 				case envFailure:
 					mr.Status, mr.Reward, mr.EnvFailure = "env_failure", nil, true
 				case agentError:
-					mr.Status, mr.Reward = "agent_error", nil
+					// The Planner's model failed: no trial ran, so its
+					// test counts and timings are NULL.
+					mr.Status, mr.Reward, mr.Cause = "agent_error", nil, new("model: planner: overloaded")
+					mr.TestsPassed, mr.TestsFailed, mr.TestsTotal, mr.TestsReported, mr.TrialMS, mr.AgentMS = nil, nil, nil, false, nil, nil
 				}
 				part = append(part, mr)
 				trace(t, dir, task, it, reward)
 			}
-			if row == fixtureRow && it == 1 {
-				for i := range part {
-					part[i].SkillUpdates = []rundir.SkillUpdate{{Role: "executor", ProvenanceID: "executor/b001",
-						OldHash: "sha256:" + hashOf(oldSkill), NewHash: "sha256:" + hashOf(newSkill)}}
-				}
-			}
 			if err := rundir.WriteMetricsPart(filepath.Join(dir, rundir.MetricsDir), it, part); err != nil {
 				t.Fatal(err)
+			}
+			if row == fixtureRow && it == 1 {
+				u := rundir.UpdateRow{RunID: rundir.RunID(fixtureMatrix, row), MatrixID: new(fixtureMatrix), Row: row, Seed: 7,
+					Iteration: int32(it), Role: "executor", ProvenanceID: "executor/b001",
+					OldHash: "sha256:" + hashOf(oldSkill), NewHash: "sha256:" + hashOf(newSkill)}
+				if err := rundir.WriteUpdatesPart(filepath.Join(dir, rundir.MetricsDir), it, []rundir.UpdateRow{u}); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 	}
@@ -157,10 +162,10 @@ func counts(row string) map[string]int {
 func metricRow(row, cond, policy, task string, it int, reward float64) rundir.MetricRow {
 	r := reward
 	withheld := false
-	return rundir.MetricRow{RunID: row, MatrixID: fixtureMatrix, Row: row, Condition: cond, SkillUpdatePolicy: policy,
-		Lab: "default", Agent: "lab", Seed: 7, Offline: true, Iteration: int32(it), TaskID: task,
-		TrialID: fmt.Sprintf("i%04d-%s", it, task), Status: "scored", Reward: &r, TestsPassed: 2, TestsTotal: 4,
-		TrialMS: 1500, AgentMS: 1000, ExecutorInputTokens: 2000, ExecutorOutputTokens: 150, ExecutorCostUSD: 0.01,
+	return rundir.MetricRow{RunID: rundir.RunID(fixtureMatrix, row), MatrixID: new(fixtureMatrix), Row: row, Condition: cond,
+		SkillUpdatePolicy: policy, Lab: "default", Agent: "lab", Seed: 7, Offline: true, Iteration: int32(it), TaskID: task,
+		TrialID: fmt.Sprintf("i%04d-%s", it, task), Status: "scored", Reward: &r, TestsPassed: new(int32(2)),
+		TestsFailed: new(int32(2)), TestsTotal: new(int32(4)), TestsReported: true, TrialMS: new(int64(1500)), AgentMS: new(int64(1000)), ExecutorInputTokens: 2000, ExecutorOutputTokens: 150, ExecutorCostUSD: 0.01,
 		ModelCalls: 4, ReportWithheld: &withheld}
 }
 

@@ -136,4 +136,17 @@ var funcs = template.FuncMap{
 	"add64":  func(a, b int64) int64 { return a + b },
 	"mul100": func(v float64) float64 { return v * 100 },
 	"deref":  func(b *bool) bool { return b != nil && *b },
+	// count and optms show a nullable metric column, NULL as a dash.
+	"count": func(n *int32) string {
+		if n == nil {
+			return "–"
+		}
+		return strconv.Itoa(int(*n))
+	},
+	"optms": func(n *int64) string {
+		if n == nil {
+			return "–"
+		}
+		return (time.Duration(*n) * time.Millisecond).String()
+	},
 }

@@ -82,6 +82,21 @@ func TestPagesShowTheirContent(t *testing.T) {
 	}
 }
 
+// A trial that never ran has NULL test counts and timings: the page shows
+// dashes, not Go's <nil>.
+func TestIterationPageShowsNullColumnsAsDashes(t *testing.T) {
+	s, _ := newTestServer(t)
+	path := "/iteration/" + fixtureMatrix + "/" + fixtureRow + "?i=1"
+	code, body := get(t, s.Handler(), path)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s = %d, want 200: %s", path, code, body)
+	}
+	if strings.Contains(body, "nil") || !strings.Contains(body, "agent_error") || !strings.Contains(body, "–/–") ||
+		!strings.Contains(body, "2/4") {
+		t.Errorf("GET %s: want the agent_error trial with –/– tests and the others with 2/4, no nil:\n%s", path, body)
+	}
+}
+
 func TestUnknownAndOutsidePathsAreNotFound(t *testing.T) {
 	s, root := newTestServer(t)
 	outside := t.TempDir()

@@ -34,15 +34,19 @@ func TestAPlannerModelFailureIsRecordedWithItsCause(t *testing.T) {
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("%d rows, %v", len(rows), err)
 	}
-	if rows[0].Status != "agent_error" || !strings.HasPrefix(rows[0].Cause, "model: planner: ") || !strings.Contains(rows[0].Cause, want) || !strings.Contains(rows[0].Cause, "planner model overloaded") {
-		t.Errorf("row: status %s, cause %q; want agent_error caused by the planner's model", rows[0].Status, rows[0].Cause)
+	if rows[0].Cause == nil {
+		t.Fatal("the failed trial's cause column is NULL")
+	}
+	cause := *rows[0].Cause
+	if rows[0].Status != "agent_error" || !strings.HasPrefix(cause, "model: planner: ") || !strings.Contains(cause, want) || !strings.Contains(cause, "planner model overloaded") {
+		t.Errorf("row: status %s, cause %q; want agent_error caused by the planner's model", rows[0].Status, cause)
 	}
 	var trace struct {
 		Status string `json:"status"`
 		Cause  string `json:"cause"`
 	}
 	readJSON(t, filepath.Join(dir, filepath.FromSlash(rundir.TracePath("csv-parser", 1))), &trace)
-	if trace.Status != "agent_error" || trace.Cause != rows[0].Cause {
+	if trace.Status != "agent_error" || trace.Cause != cause {
 		t.Errorf("trace: %+v; want the row's status and cause", trace)
 	}
 	if !strings.Contains(r.errOut, want) {
@@ -52,7 +56,7 @@ func TestAPlannerModelFailureIsRecordedWithItsCause(t *testing.T) {
 	if ins.code != 0 || !strings.Contains(ins.out, "Failed trials") || !strings.Contains(ins.out, want) {
 		t.Errorf("inspect: exit %d\n%s%s", ins.code, ins.out, ins.errOut)
 	}
-	if v := inspectRun(t, dir); len(v.Failures) != 1 || v.Failures[0].Cause != rows[0].Cause {
+	if v := inspectRun(t, dir); len(v.Failures) != 1 || v.Failures[0].Cause != cause {
 		t.Errorf("inspect --json failures: %+v", v.Failures)
 	}
 }

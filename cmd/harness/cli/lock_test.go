@@ -129,10 +129,18 @@ func datasetOf(t *testing.T, dir string) string {
 	}
 	var lines []string
 	for _, r := range rows {
-		lines = append(lines, fmt.Sprintf("%d %s %s %s %d/%d", r.Iteration, r.TaskID, r.Status, meanOf(r.Reward), r.TestsPassed, r.TestsTotal))
+		lines = append(lines, fmt.Sprintf("%d %s %s %s %s/%s", r.Iteration, r.TaskID, r.Status, meanOf(r.Reward), countOf(r.TestsPassed), countOf(r.TestsTotal)))
 	}
 	slices.Sort(lines)
 	return strings.Join(lines, "\n")
+}
+
+// countOf shows a count column, NULL as "-".
+func countOf(p *int32) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.Itoa(int(*p))
 }
 
 // historyIDs lists what each history line is about (entry id, or the

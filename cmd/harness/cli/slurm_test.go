@@ -90,10 +90,12 @@ func onlyMatrix(t *testing.T, out string) string {
 
 // comparable is a metric row without what legitimately differs between
 // two runs of the same matrix: the run and matrix ids (and the trial ids,
-// which hold nothing else that differs) and the measured durations.
+// which hold nothing else that differs), the measured durations and the
+// trials' start and end times.
 func comparable(r rundir.MetricRow) rundir.MetricRow {
-	r.RunID, r.MatrixID = "", ""
-	r.BuildMS, r.AgentMS, r.VerifierMS, r.TrialMS = 0, 0, 0, 0
+	r.RunID, r.MatrixID = "", nil
+	r.BuildMS, r.AgentMS, r.VerifierMS, r.TrialMS, r.QueueMS = nil, nil, nil, nil, nil
+	r.TrialStartedAt, r.TrialFinishedAt = nil, nil
 	return r
 }
 

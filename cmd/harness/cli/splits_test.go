@@ -54,7 +54,10 @@ func TestMatrixWithSplitsEvaluatesHeldOutTasks(t *testing.T) {
 		if !heldOut[row.TaskID] {
 			t.Errorf("row %s evaluated task %s, which is not held out", row.Row, row.TaskID)
 		}
-		eval[key{row.Row, row.CheckpointIteration}]++
+		if row.CheckpointIteration == nil {
+			t.Fatalf("row %s: evaluation row with a NULL checkpoint_iteration", row.Row)
+		}
+		eval[key{row.Row, *row.CheckpointIteration}]++
 	}
 	for _, name := range []string{"no_feedback", "full_coevolution"} {
 		for _, cp := range []int32{0, iterations} {
