@@ -26,14 +26,16 @@ func WriteEvalPart(dir string, checkpoint int, rows []MetricRow) error {
 	return writeParquet(filepath.Join(dir, EvalPartName(checkpoint)), rows)
 }
 
-func writeParquet(path string, rows []MetricRow) error {
+// writeParquet writes rows (metric or update rows) as one compressed
+// Parquet file at path, atomically.
+func writeParquet[T any](path string, rows []T) error {
 	return durable.WriteFileFunc(path, 0o644, func(w io.Writer) error {
-		pw := parquet.NewGenericWriter[MetricRow](w,
+		pw := parquet.NewGenericWriter[T](w,
 			parquet.Compression(&parquet.Zstd),
 			parquet.CreatedBy("harness", Version, GitCommit()),
 		)
 		if _, err := pw.Write(rows); err != nil {
-			return fmt.Errorf("write metric rows: %w", err)
+			return fmt.Errorf("write rows of %s: %w", filepath.Base(path), err)
 		}
 		return pw.Close()
 	})

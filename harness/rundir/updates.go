@@ -3,7 +3,6 @@ package rundir
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/mediated-coevo/harness/internal/durable"
 )
 
 // UpdateRow is one row of the updates table: a skill update committed in
@@ -50,16 +48,7 @@ func WriteUpdatesPart(metricsDir string, iteration int, rows []UpdateRow) error 
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create updates folder: %w", err)
 	}
-	return durable.WriteFileFunc(path, 0o644, func(w io.Writer) error {
-		pw := parquet.NewGenericWriter[UpdateRow](w,
-			parquet.Compression(&parquet.Zstd),
-			parquet.CreatedBy("harness", Version, GitCommit()),
-		)
-		if _, err := pw.Write(rows); err != nil {
-			return fmt.Errorf("write update rows: %w", err)
-		}
-		return pw.Close()
-	})
+	return writeParquet(path, rows)
 }
 
 // ReadSkillUpdates reads the committed skill updates of one run directory,
