@@ -9,7 +9,6 @@ import (
 	"sort"
 
 	"github.com/parquet-go/parquet-go"
-
 )
 
 // UpdateRow is one row of the updates table: a skill update committed in
