@@ -41,10 +41,12 @@ func Follow(ctx context.Context, dir string, w io.Writer, interval time.Duration
 		return err
 	}
 	f := &follower{w: w, dir: dir, kind: m.Kind, runs: map[string]*runTail{}}
-	fmt.Fprintf(w, "following %s %s (%s)\n", m.Kind, m.ID, m.Status)
+	// The header comes once the files' ends are marked: a record written
+	// after it is always shown.
 	if err := f.discover(m, true); err != nil {
 		return err
 	}
+	fmt.Fprintf(w, "following %s %s (%s)\n", m.Kind, m.ID, m.Status)
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
