@@ -80,15 +80,19 @@ func writeBigMatrix(b *testing.B, dir string) error {
 // (planner, executor, mediator) of every trial, as a real run's does.
 func benchState(b *testing.B, dir string) {
 	callers := map[string]any{}
+	calls := 0
 	for it := 1; it <= benchIterations; it++ {
 		for ti := range benchTasks {
 			trial := fmt.Sprintf("i%04d-task-%03d", it, ti)
 			for _, c := range []string{"planner/", "executor/student-1/", "mediator/"} {
 				callers[c+trial] = map[string]any{"input_tokens": 1000, "output_tokens": 100, "cost_usd": 0.001, "cost_known": true, "calls": 1}
+				calls++
 			}
 		}
 	}
-	mustJSON(b, filepath.Join(dir, rundir.StateFile), map[string]any{"version": 1, "ledger": map[string]any{"by_caller": callers}})
+	// As the harness writes it: the per-caller map and its total.
+	total := map[string]any{"input_tokens": 1000 * calls, "output_tokens": 100 * calls, "cost_usd": 0.001 * float64(calls), "cost_known": true, "calls": calls}
+	mustJSON(b, filepath.Join(dir, rundir.StateFile), map[string]any{"version": 1, "ledger": map[string]any{"by_caller": callers, "total": total}})
 }
 
 // benchPage answers path with a fresh server each time when cold (nothing

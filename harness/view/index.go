@@ -119,14 +119,24 @@ type spendUsage struct {
 	CostUSD      float64 `json:"cost_usd"`
 }
 
-// ledgerState is the spend ledger of a run's checkpoint: what every caller
-// spent, unfinished iterations included, less what the spend journal holds
-// since (records of epoch SpendEpoch).
-type ledgerState struct {
+// ledgerTotal is what the index needs of a run's checkpoint: the ledger's
+// total (unfinished iterations included), less what the spend journal holds
+// since (records of epoch SpendEpoch). Leaving the per-caller map out of
+// the type lets the decoder skip it instead of building it: on a long run
+// it holds several callers per trial.
+type ledgerTotal struct {
+	Ledger struct {
+		Total spendUsage `json:"total"`
+	} `json:"ledger"`
+	SpendEpoch int `json:"spend_epoch"`
+}
+
+// ledgerByCaller is the per-caller map, read only for a checkpoint whose
+// total is empty although it may hold spend.
+type ledgerByCaller struct {
 	Ledger struct {
 		ByCaller map[string]spendUsage `json:"by_caller"`
 	} `json:"ledger"`
-	SpendEpoch int `json:"spend_epoch"`
 }
 
 func addSpend(dir string, tokens int64, cost float64) (int64, float64) {
@@ -134,13 +144,22 @@ func addSpend(dir string, tokens int64, cost float64) (int64, float64) {
 	if err != nil {
 		return tokens, cost
 	}
-	var st ledgerState
+	var st ledgerTotal
 	if json.Unmarshal(data, &st) != nil {
 		return tokens, cost
 	}
-	for _, u := range st.Ledger.ByCaller {
-		tokens += u.InputTokens + u.OutputTokens
-		cost += u.CostUSD
+	if t := st.Ledger.Total; t != (spendUsage{}) {
+		tokens += t.InputTokens + t.OutputTokens
+		cost += t.CostUSD
+	} else {
+		var bc ledgerByCaller
+		if json.Unmarshal(data, &bc) != nil {
+			return tokens, cost
+		}
+		for _, u := range bc.Ledger.ByCaller {
+			tokens += u.InputTokens + u.OutputTokens
+			cost += u.CostUSD
+		}
 	}
 	recs, _ := rundir.ReadSpendJournal[spendUsage](dir, st.SpendEpoch)
 	for _, rec := range recs {
