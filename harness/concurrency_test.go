@@ -86,6 +86,21 @@ func TestMatrixCapsTrialsInFlight(t *testing.T) {
 		ft.delay = 30 * time.Millisecond
 		spans := &spanTrials{inner: ft}
 		ex.trials = spans
+		// The progress events count what the status line shows as trials
+		// in flight: a trial still waiting for its turn is not one.
+		var mu sync.Mutex
+		started, reported := 0, 0
+		ex.opts.Events = func(e Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch e.Kind {
+			case EventTrialStart:
+				started++
+				reported = max(reported, started)
+			case EventTrialEnd:
+				started--
+			}
+		}
 		out, err := ex.matrix(context.Background())
 		if err != nil || out.Err != nil {
 			t.Fatalf("-j %d: matrix: %v, %v", j, err, out.Err)
@@ -95,6 +110,9 @@ func TestMatrixCapsTrialsInFlight(t *testing.T) {
 		}
 		if got := maxOverlap(spans.spans); got > j {
 			t.Errorf("-j %d: %d trials in flight at once", j, got)
+		}
+		if reported > j || reported == 0 {
+			t.Errorf("-j %d: progress events reported up to %d trials in flight", j, reported)
 		}
 	}
 }

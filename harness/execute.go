@@ -396,6 +396,14 @@ func capTrials(inner TrialRunner, n int) TrialRunner {
 // time. A trial cancelled while it waits still goes to the inner runner,
 // which records it as it does any trial whose context is cancelled.
 func (c *cappedTrials) Run(ctx context.Context, spec executor.TrialSpec) *executor.Trace {
+	return c.RunOnTurn(ctx, spec, func() func() { return func() {} })
+}
+
+// RunOnTurn is Run that calls onTurn once the trial has its place (or its
+// wait was cancelled), just before the inner runner starts it, and the
+// function onTurn returns once the inner runner is done, before the place
+// is given to another trial.
+func (c *cappedTrials) RunOnTurn(ctx context.Context, spec executor.TrialSpec, onTurn func() (ended func())) *executor.Trace {
 	start := time.Now()
 	select {
 	case c.slots <- struct{}{}:
@@ -403,7 +411,26 @@ func (c *cappedTrials) Run(ctx context.Context, spec executor.TrialSpec) *execut
 	case <-ctx.Done():
 	}
 	spec.Queued += time.Since(start)
+	defer onTurn()() // runs before the place is freed
 	return c.inner.Run(ctx, spec)
+}
+
+// turnTaker is a TrialRunner that may hold a trial back before it starts
+// (cappedTrials): it says when the trial's turn came and when it ended.
+type turnTaker interface {
+	RunOnTurn(ctx context.Context, spec executor.TrialSpec, onTurn func() (ended func())) *executor.Trace
+}
+
+// runOnTurn runs spec on trials, calling onTurn when the trial really
+// starts, after any wait for its turn, and what it returns when the trial
+// is over, so "trials in flight" never counts one that is still queued or
+// one whose place another trial already has.
+func runOnTurn(ctx context.Context, trials TrialRunner, spec executor.TrialSpec, onTurn func() (ended func())) *executor.Trace {
+	if tt, ok := trials.(turnTaker); ok {
+		return tt.RunOnTurn(ctx, spec, onTurn)
+	}
+	defer onTurn()()
+	return trials.Run(ctx, spec)
 }
 
 // tally sums the rows' trials and takes the worst status and the first

@@ -100,8 +100,12 @@ type EventKind string
 
 // The events a run reports, in the order they happen.
 const (
-	EventIterationStart      EventKind = "iteration_start"
-	EventTrialStart          EventKind = "trial_start"
+	EventIterationStart EventKind = "iteration_start"
+	EventTrialStart     EventKind = "trial_start"
+	// EventTrialEnd says a started trial left its place (its sandbox work
+	// is over); EventTrialDone follows once its records are written.
+	// Between a Start and its End the trial counts against -j.
+	EventTrialEnd            EventKind = "trial_end"
 	EventTrialDone           EventKind = "trial_done"
 	EventValidationTrialDone EventKind = "validation_trial_done"
 	EventSkillUpdate         EventKind = "skill_update"

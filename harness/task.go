@@ -134,12 +134,14 @@ func (t *taskRun) trial(ctx context.Context, plan string) (*executor.Trace, bool
 	if err := os.RemoveAll(jobDir); err != nil {
 		return nil, t.abort(fmt.Errorf("clear job directory %s: %w", jobDir, err))
 	}
-	t.r.emit(Event{Kind: EventTrialStart, Iteration: t.it, Task: t.task.ID})
-	trace := t.r.Trials.Run(ctx, executor.TrialSpec{
+	trace := runOnTurn(ctx, t.r.Trials, executor.TrialSpec{
 		Task: t.task, Agent: t.r.NewAgent(t.student), Plan: plan, ExecutorSkill: t.in.skillText[conditions.RoleExecutor],
 		JobDir: jobDir,
 		RunID:  t.r.labelRun(), Row: t.r.Spec.Name, Iteration: t.it, TrialID: t.trialID,
 		Seed: trialSeed(t.r.Spec.Seed, t.trialID), Caller: string(conditions.RoleExecutor) + "/" + t.student + "/" + t.trialID,
+	}, func() (ended func()) {
+		t.r.emit(Event{Kind: EventTrialStart, Iteration: t.it, Task: t.task.ID})
+		return func() { t.r.emit(Event{Kind: EventTrialEnd, Iteration: t.it, Task: t.task.ID}) }
 	})
 	if ctx.Err() != nil {
 		return nil, t.abort(ctx.Err())

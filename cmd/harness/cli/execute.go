@@ -219,8 +219,9 @@ func (p *progress) event(e harness.Event) {
 		p.inFlight++
 	case harness.EventLeftoversRemoved:
 		lines = append(lines, e.Message)
-	case harness.EventTrialDone:
+	case harness.EventTrialEnd:
 		p.inFlight = max(0, p.inFlight-1)
+	case harness.EventTrialDone:
 		p.done++
 		p.statuses[e.Status]++
 		if p.verbose {

@@ -22,14 +22,18 @@ func TestProgressCountsTrialsAndSpend(t *testing.T) {
 		{Row: "a", Kind: "iteration_start", Iteration: 1},
 		{Row: "a", Kind: "trial_start", Task: "t1"},
 		{Row: "a", Kind: "trial_start", Task: "t2"},
+		{Row: "a", Kind: "trial_end", Task: "t1"},
 		{Row: "a", Kind: "trial_done", Task: "t1", Status: "scored", Reward: &r, Iteration: 1},
+		// A trial whose plan failed is done without having started: it
+		// takes no place from one in flight.
+		{Row: "a", Kind: "trial_done", Task: "t3", Status: "agent_error", Iteration: 1},
 		{Row: "a", Kind: "validation_trial_done", Task: "t1", Status: "scored"},
 		{Row: "a", Kind: "run_done", Status: "completed", Spend: spend},
 	} {
 		p.event(e)
 	}
 	status := p.status()
-	for _, want := range []string{"rows 1/2", "trials 1/4, 1 in flight, validation 1/~1", "scored 1", "120 tokens", "3 retries", "$0.2500", "eta"} {
+	for _, want := range []string{"rows 1/2", "trials 2/4, 1 in flight, validation 1/~1", "scored 1", "120 tokens", "3 retries", "$0.2500", "eta"} {
 		if !strings.Contains(status, want) {
 			t.Errorf("status %q lacks %q", status, want)
 		}
