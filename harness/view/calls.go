@@ -77,20 +77,17 @@ func (rc *roleCalls) add(c rundir.CallRecord) {
 	}
 }
 
-func (s *Server) calls(w http.ResponseWriter, r *http.Request) {
+func (s *Server) calls(w http.ResponseWriter, r *http.Request) error {
 	t, m, err := s.open(r)
 	if err != nil {
-		fail(w, err)
-		return
+		return err
 	}
 	if m.Kind == rundir.KindMatrix {
-		fail(w, fmt.Errorf("%w: %s is a matrix; each row keeps its own calls, open a row", errNotFound, t.Name()))
-		return
+		return fmt.Errorf("%w: %s is a matrix; each row keeps its own calls, open a row", errNotFound, t.Name())
 	}
 	v, err := s.cache.get("calls", t.Path, func() (any, error) { return readCalls(t.Path) })
 	if err != nil {
-		fail(w, err)
-		return
+		return err
 	}
 	cv := v.(*callsView)
 	role := r.URL.Query().Get("role")
@@ -108,4 +105,5 @@ func (s *Server) calls(w http.ResponseWriter, r *http.Request) {
 			Calls   []rundir.CallRecord
 			Total   int
 		}{t, role, cv.Summary, cv.ByRole[role], total}})
+	return nil
 }

@@ -28,11 +28,10 @@ type listed struct {
 	Offline              bool
 }
 
-func (s *Server) index(w http.ResponseWriter, r *http.Request) {
+func (s *Server) index(w http.ResponseWriter, r *http.Request) error {
 	dirs, err := s.dirs()
 	if err != nil {
-		fail(w, err)
-		return
+		return err
 	}
 	out := make([]listed, 0, len(dirs))
 	refresh := false
@@ -52,6 +51,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 			Root string
 			Dirs []listed
 		}{s.root, out}})
+	return nil
 }
 
 // dirs lists the run and matrix directories the index shows, newest first

@@ -36,20 +36,18 @@ type matrixRow struct {
 	Dirs []crumb
 }
 
-func (s *Server) matrix(w http.ResponseWriter, r *http.Request) {
+func (s *Server) matrix(w http.ResponseWriter, r *http.Request) error {
 	t, m, err := s.open(r)
 	if err != nil {
-		fail(w, err)
-		return
+		return err
 	}
 	if m.Kind != rundir.KindMatrix {
 		http.Redirect(w, r, pageURL("run", t.Rel, nil), http.StatusFound)
-		return
+		return nil
 	}
 	c, err := s.comparison(t.Path)
 	if err != nil {
-		fail(w, err)
-		return
+		return err
 	}
 	rows := make([]matrixRow, len(c.Rows))
 	for i, rc := range c.Rows {
@@ -62,6 +60,7 @@ func (s *Server) matrix(w http.ResponseWriter, r *http.Request) {
 			C    *inspect.Comparison
 			Rows []matrixRow
 		}{t, m, c, rows}})
+	return nil
 }
 
 // rowDirs are the run directories of a compared row: the row's own, or
@@ -81,20 +80,18 @@ func rowDirs(t target, rc inspect.RowComparison) []crumb {
 	return out
 }
 
-func (s *Server) run(w http.ResponseWriter, r *http.Request) {
+func (s *Server) run(w http.ResponseWriter, r *http.Request) error {
 	t, m, err := s.open(r)
 	if err != nil {
-		fail(w, err)
-		return
+		return err
 	}
 	if m.Kind == rundir.KindMatrix {
 		http.Redirect(w, r, pageURL("matrix", t.Rel, nil), http.StatusFound)
-		return
+		return nil
 	}
 	rv, err := s.runView(t.Path)
 	if err != nil {
-		fail(w, err)
-		return
+		return err
 	}
 	s.render(w, "run", page{Title: "run " + t.Name(), Crumbs: crumbs(t), Refresh: m.Status == rundir.StatusRunning,
 		Data: struct {
@@ -103,6 +100,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 			Curve any
 			Roles []string
 		}{t, rv, runCurve(rv), skillRoles(t.Path)}})
+	return nil
 }
 
 // skillRoles are the roles whose skill the run keeps a copy of.
@@ -120,16 +118,14 @@ func skillRoles(dir string) []string {
 	return out
 }
 
-func (s *Server) tasks(w http.ResponseWriter, r *http.Request) {
+func (s *Server) tasks(w http.ResponseWriter, r *http.Request) error {
 	t, m, err := s.open(r)
 	if err != nil {
-		fail(w, err)
-		return
+		return err
 	}
 	g, err := s.taskGrid(t.Path)
 	if err != nil {
-		fail(w, err)
-		return
+		return err
 	}
 	s.render(w, "tasks", page{Title: "tasks of " + t.Name(), Crumbs: crumbs(t), Refresh: m.Status == rundir.StatusRunning,
 		Data: struct {
@@ -137,24 +133,24 @@ func (s *Server) tasks(w http.ResponseWriter, r *http.Request) {
 			G        *inspect.TaskGrid
 			Statuses []string
 		}{t, g, g.Statuses()}})
+	return nil
 }
 
-func (s *Server) curves(w http.ResponseWriter, r *http.Request) {
+func (s *Server) curves(w http.ResponseWriter, r *http.Request) error {
 	t, m, err := s.open(r)
 	if err != nil {
-		fail(w, err)
-		return
+		return err
 	}
 	series, err := s.series(t.Path)
 	if err != nil {
-		fail(w, err)
-		return
+		return err
 	}
 	s.render(w, "curves", page{Title: "learning curves of " + t.Name(), Crumbs: crumbs(t), Refresh: m.Status == rundir.StatusRunning,
 		Data: struct {
 			T     target
 			Curve any
 		}{t, seriesCurve(series)}})
+	return nil
 }
 
 // iterationRow is one trial of an iteration's metrics part.
@@ -164,21 +160,18 @@ type iterationRow struct {
 	Cost   float64
 }
 
-func (s *Server) iteration(w http.ResponseWriter, r *http.Request) {
+func (s *Server) iteration(w http.ResponseWriter, r *http.Request) error {
 	t, m, err := s.open(r)
 	if err != nil {
-		fail(w, err)
-		return
+		return err
 	}
 	it, err := iterationParam(r)
 	if err != nil {
-		fail(w, err)
-		return
+		return err
 	}
 	rows, err := readPart(t.Path, it)
 	if err != nil {
-		fail(w, err)
-		return
+		return err
 	}
 	out := make([]iterationRow, len(rows))
 	for i, row := range rows {
@@ -191,6 +184,7 @@ func (s *Server) iteration(w http.ResponseWriter, r *http.Request) {
 			Iteration int
 			Rows      []iterationRow
 		}{t, it, out}})
+	return nil
 }
 
 // readPart reads the metric rows of one iteration: a single part, however

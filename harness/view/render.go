@@ -88,6 +88,17 @@ func (s *Server) render(w http.ResponseWriter, name string, p page) {
 
 // fail answers an error: 404 for what is not there, 500 for what could not
 // be read.
+// handle adapts a page handler that returns its error: the error becomes
+// the response (404 for errNotFound, 500 otherwise), so no handler writes
+// it itself.
+func handle(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			fail(w, err)
+		}
+	}
+}
+
 func fail(w http.ResponseWriter, err error) {
 	code := http.StatusInternalServerError
 	if errors.Is(err, errNotFound) {

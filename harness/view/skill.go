@@ -76,21 +76,18 @@ type diffLine struct {
 	Text string
 }
 
-func (s *Server) skill(w http.ResponseWriter, r *http.Request) {
+func (s *Server) skill(w http.ResponseWriter, r *http.Request) error {
 	t, m, err := s.open(r)
 	if err != nil {
-		fail(w, err)
-		return
+		return err
 	}
 	role := r.URL.Query().Get("role")
 	if !conditions.Role(role).IsSkill() {
-		fail(w, fmt.Errorf("%w: %q is not a role (pass ?role=executor, planner or mediator)", errNotFound, role))
-		return
+		return fmt.Errorf("%w: %q is not a role (pass ?role=executor, planner or mediator)", errNotFound, role)
 	}
 	versions, err := timeline(t.Path, role)
 	if err != nil {
-		fail(w, err)
-		return
+		return err
 	}
 	s.render(w, "skill", page{Title: role + " skill of " + t.Name(), Crumbs: crumbs(t),
 		Refresh: m.Status == rundir.StatusRunning,
@@ -99,6 +96,7 @@ func (s *Server) skill(w http.ResponseWriter, r *http.Request) {
 			Role     string
 			Versions []version
 		}{t, role, versions}})
+	return nil
 }
 
 // timeline lists every version of a role's skill in the run: the one it

@@ -76,29 +76,26 @@ type trialData struct {
 	Warnings    []string
 }
 
-func (s *Server) trial(w http.ResponseWriter, r *http.Request) {
+func (s *Server) trial(w http.ResponseWriter, r *http.Request) error {
 	t, _, err := s.open(r)
 	if err != nil {
-		fail(w, err)
-		return
+		return err
 	}
 	task, err := taskParam(r)
 	if err != nil {
-		fail(w, err)
-		return
+		return err
 	}
 	it, err := iterationParam(r)
 	if err != nil {
-		fail(w, err)
-		return
+		return err
 	}
 	d, err := readTrial(t, task, it)
 	if err != nil {
-		fail(w, err)
-		return
+		return err
 	}
 	// A trial's files are complete once its trace is written: no refresh.
 	s.render(w, "trial", page{Title: fmt.Sprintf("%s, iteration %d", task, it), Crumbs: crumbs(t), Data: d})
+	return nil
 }
 
 // readTrial reads one trial's files; only the trace is required, the rest
