@@ -75,15 +75,7 @@ func TestConsecutivePlansSharePrefix(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			reqs := srv.Requests()
-			if len(reqs) != 2 {
-				t.Fatalf("%d requests; want 2", len(reqs))
-			}
-			if got := prefixShare(t, reqs[0], reqs[1]); got < minPrefixShare {
-				t.Errorf("repeated-prefix share %.3f; want >= %.2f", got, minPrefixShare)
-			} else {
-				t.Logf("repeated-prefix share %.3f", got)
-			}
+			checkConsecutiveShare(t, srv)
 		})
 	}
 }
@@ -122,16 +114,23 @@ func TestConsecutiveReportsSharePrefix(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			reqs := srv.Requests()
-			if len(reqs) != 2 {
-				t.Fatalf("%d requests; want 2", len(reqs))
-			}
-			if got := prefixShare(t, reqs[0], reqs[1]); got < minPrefixShare {
-				t.Errorf("repeated-prefix share %.3f; want >= %.2f", got, minPrefixShare)
-			} else {
-				t.Logf("repeated-prefix share %.3f", got)
-			}
+			checkConsecutiveShare(t, srv)
 		})
+	}
+}
+
+// checkConsecutiveShare checks that the server got two requests and that
+// the second repeats at least minPrefixShare of itself as the first's prefix.
+func checkConsecutiveShare(t *testing.T, srv *llmtest.Server) {
+	t.Helper()
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests; want 2", len(reqs))
+	}
+	if got := prefixShare(t, reqs[0], reqs[1]); got < minPrefixShare {
+		t.Errorf("repeated-prefix share %.3f; want >= %.2f", got, minPrefixShare)
+	} else {
+		t.Logf("repeated-prefix share %.3f", got)
 	}
 }
 
