@@ -2,7 +2,6 @@ package mediator
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -17,16 +16,11 @@ import (
 // prefix: what a provider-side prefix cache could reuse from a for b.
 func prefixShare(t *testing.T, a, b llmtest.Request) float64 {
 	t.Helper()
-	sa, err1 := json.Marshal(a.Chat.Messages)
-	sb, err2 := json.Marshal(b.Chat.Messages)
-	if err1 != nil || err2 != nil {
-		t.Fatalf("serialize messages: %v %v", err1, err2)
+	_, share, err := llmtest.RepeatedPrefix(a, b)
+	if err != nil {
+		t.Fatal(err)
 	}
-	n := 0
-	for n < len(sa) && n < len(sb) && sa[n] == sb[n] {
-		n++
-	}
-	return float64(n) / float64(len(sb))
+	return share
 }
 
 // serverClient is a client of the fake chat-completions server.

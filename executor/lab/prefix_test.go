@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"io/fs"
 	"testing"
 
@@ -12,15 +11,6 @@ import (
 	"github.com/mediated-coevo/harness/llm/llmtest"
 	"github.com/mediated-coevo/harness/skills"
 )
-
-// commonPrefix is how many leading bytes of a and b agree.
-func commonPrefix(a, b []byte) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return n
-}
 
 // The Executor's consecutive requests repeat the earlier one as a prefix,
 // so a provider's prefix cache can serve most of each; the cached tokens
@@ -54,10 +44,11 @@ func TestLabRequestsSharePrefixAndCachedTokensReachLedger(t *testing.T) {
 	}
 	var wantCached int64
 	for i := 1; i < len(reqs); i++ {
-		a, _ := json.Marshal(reqs[i-1].Chat.Messages)
-		b, _ := json.Marshal(reqs[i].Chat.Messages)
-		n := commonPrefix(a, b)
-		if share := float64(n) / float64(len(b)); share < 0.8 {
+		n, share, err := llmtest.RepeatedPrefix(reqs[i-1], reqs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if share < 0.8 {
 			t.Errorf("requests %d and %d share a prefix of %.3f; want >= 0.8", i, i+1, share)
 		} else {
 			t.Logf("requests %d and %d: repeated-prefix share %.3f", i, i+1, share)

@@ -233,11 +233,33 @@ func (s *Server) cachedTokens(req ChatRequest) int64 {
 	cur, _ := json.Marshal(req.Messages)
 	prev := s.cache[req.Model]
 	s.cache[req.Model] = cur
+	return int64(commonPrefix(prev, cur)) / 4
+}
+
+// commonPrefix is how many leading bytes of a and b agree.
+func commonPrefix(a, b []byte) int {
 	n := 0
-	for n < len(prev) && n < len(cur) && prev[n] == cur[n] {
+	for n < len(a) && n < len(b) && a[n] == b[n] {
 		n++
 	}
-	return int64(n) / 4
+	return n
+}
+
+// RepeatedPrefix measures what a provider-side prefix cache could reuse
+// from request a for request b: how many leading bytes of b's serialized
+// messages repeat a's, and their share of b's. It is what CachePrefixes
+// reports (over 4) for consecutive requests to one model.
+func RepeatedPrefix(a, b Request) (n int, share float64, err error) {
+	sa, err := json.Marshal(a.Chat.Messages)
+	if err != nil {
+		return 0, 0, fmt.Errorf("serialize messages: %w", err)
+	}
+	sb, err := json.Marshal(b.Chat.Messages)
+	if err != nil {
+		return 0, 0, fmt.Errorf("serialize messages: %w", err)
+	}
+	n = commonPrefix(sa, sb)
+	return n, float64(n) / float64(len(sb)), nil
 }
 
 // NewServer starts a server on 127.0.0.1 that stops when the test ends.
