@@ -66,6 +66,30 @@ func jsonEscape(s string) string {
 	return string(q[1 : len(q)-1])
 }
 
+// Error returns err with every secret taken out of its message. The
+// result still unwraps to err, so errors.Is and errors.As (exit codes,
+// causes) work as before; an err whose message holds no secret is
+// returned as it is.
+func (r *Redactor) Error(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if clean := r.String(msg); clean != msg {
+		return &redactedError{msg: clean, err: err}
+	}
+	return err
+}
+
+// redactedError is an error whose message had a secret taken out.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
 // String returns s with every secret replaced.
 func (r *Redactor) String(s string) string {
 	if r == nil {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -60,5 +62,45 @@ func TestRedactingWriter(t *testing.T) {
 	var nilR *Redactor
 	if got := nilR.String(key); got != key {
 		t.Errorf("a nil Redactor changed %q", got)
+	}
+}
+
+// Error takes a secret out of an error's message and keeps the error
+// reachable, so exit codes and causes found with errors.Is still hold.
+func TestRedactorError(t *testing.T) {
+	const key = "sk-live-0123456789abcdef"
+	cause := errors.New("endpoint refused")
+	r := NewRedactor([]string{key})
+	tests := []struct {
+		name     string
+		r        *Redactor
+		err      error
+		wantMsg  string
+		wantSame bool
+	}{
+		{"nil error", r, nil, "", true},
+		{"no secret in it", r, fmt.Errorf("call: %w", cause), "call: endpoint refused", true},
+		{"secret in it", r, fmt.Errorf("call with %s: %w", key, cause), "call with " + Redacted + ": endpoint refused", false},
+		{"nil redactor", nil, fmt.Errorf("call with %s: %w", key, cause), "call with " + key + ": endpoint refused", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.r.Error(tt.err)
+			if tt.err == nil {
+				if got != nil {
+					t.Fatalf("Error(nil) = %v", got)
+				}
+				return
+			}
+			if got.Error() != tt.wantMsg {
+				t.Errorf("message %q, want %q", got.Error(), tt.wantMsg)
+			}
+			if (got == tt.err) != tt.wantSame {
+				t.Errorf("returned the same error: %v, want %v", got == tt.err, tt.wantSame)
+			}
+			if !errors.Is(got, cause) {
+				t.Errorf("the cause is no longer reachable from %v", got)
+			}
+		})
 	}
 }

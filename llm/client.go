@@ -77,7 +77,7 @@ func (c *Client) call(ctx context.Context, req Request) (Response, CallRecord, e
 	resp, err := c.Provider.Complete(ctx, req)
 	release()
 	resp.Message = redactMessage(c.Redactor, resp.Message)
-	err = redactError(c.Redactor, err)
+	err = c.Redactor.Error(err)
 	rec.Latency = time.Since(rec.Start)
 	rec.Attempts = resp.Attempts
 	if err != nil {

@@ -156,7 +156,7 @@ func (e *transientError) Unwrap() error { return e.err }
 func (o *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 	resp, err := o.complete(ctx, req)
 	resp.Message = redactMessage(o.redact, resp.Message)
-	return resp, redactError(o.redact, err)
+	return resp, o.redact.Error(err)
 }
 
 func (o *OpenAI) complete(ctx context.Context, req Request) (Response, error) {

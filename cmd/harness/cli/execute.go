@@ -18,7 +18,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/mediated-coevo/harness/benchmarks"
-	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness"
 	"github.com/mediated-coevo/harness/harness/rundir"
 )
@@ -33,7 +32,7 @@ const progressIntervalEnv = "HARNESS_PROGRESS_INTERVAL"
 func executePlan(ctx context.Context, f *Factory, x *Execution) (err error) {
 	// What the run prints goes through the same redaction as what it writes.
 	redact := x.Config.Redactor()
-	defer func() { err = redactError(redact, err) }()
+	defer func() { err = redact.Error(err) }()
 	if !x.Plan.Offline {
 		if err := x.Config.CheckAPIKeys(f.Getenv); err != nil {
 			return UsageError(err)
@@ -388,28 +387,6 @@ func (p *progress) start(ctx context.Context, getenv func(string) string) func()
 			p.logf("%s", p.status())
 		}
 	}
-}
-
-// redactedError is an error whose message had a key taken out; Unwrap keeps
-// the exit code and the cause reachable.
-type redactedError struct {
-	msg string
-	err error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-func (e *redactedError) Unwrap() error { return e.err }
-
-// redactError takes every configured key out of err's message.
-func redactError(r *config.Redactor, err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	if clean := r.String(msg); clean != msg {
-		return &redactedError{msg: clean, err: err}
-	}
-	return err
 }
 
 func rewardText(r *float64) string {

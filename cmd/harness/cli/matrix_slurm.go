@@ -29,7 +29,7 @@ const cancelGrace = 2 * time.Minute
 // rows' directories say, and settles the matrix's status once it has ended.
 func (o *MatrixOptions) runOnSlurm(ctx context.Context, x *Execution) (err error) {
 	redact := x.Config.Redactor()
-	defer func() { err = redactError(redact, err) }()
+	defer func() { err = redact.Error(err) }()
 	if o.Scheduler == nil || o.Executable == nil {
 		return &ExitError{Code: ExitFailed, Err: errors.New("this build cannot submit to Slurm: run the matrix with --launcher local")}
 	}
