@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -105,14 +106,29 @@ func TestNewEnginesNamesTheEngineThatDoesNotAnswer(t *testing.T) {
 // An ssh:// engine is reached through ssh (as the docker command reaches
 // it), and errors name the address as configured.
 func TestNewReachesSSHEnginesThroughSSH(t *testing.T) {
+	// A stand-in ssh on PATH records that it was run, then fails as an
+	// unreachable host would: the test sees the connection go through ssh
+	// whatever ssh's exit races with.
+	bin := t.TempDir()
+	ran := filepath.Join(bin, "ran")
+	script := "#!/bin/sh\necho \"$@\" >> " + ran + "\necho 'ssh: connect to host 127.0.0.1 port 1: Connection refused' >&2\nexit 255\n"
+	if err := os.WriteFile(filepath.Join(bin, "ssh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	addr := "ssh://nobody@127.0.0.1:1"
 	rt := config.ExecutorRuntime{DockerHost: addr}
 	_, err := New(context.Background(), rt)
 	if err == nil || !strings.Contains(err.Error(), "cannot reach the Docker engine at "+addr) {
 		t.Errorf("error %v does not name %s", err, addr)
 	}
-	// ssh ran and failed, or is not installed here: either way it was tried.
-	if !strings.Contains(err.Error(), "command [ssh ") && !strings.Contains(err.Error(), `exec: "ssh"`) {
-		t.Errorf("error %v does not come from the ssh command", err)
+	args, rerr := os.ReadFile(ran)
+	if rerr != nil {
+		t.Fatalf("ssh was never run: %v", rerr)
+	}
+	for _, want := range []string{"-l nobody", "-p 1", "127.0.0.1", "docker system dial-stdio"} {
+		if !strings.Contains(string(args), want) {
+			t.Errorf("ssh ran with %q; want %q (the engine's user, port, host and the dial command)", args, want)
+		}
 	}
 }
