@@ -218,9 +218,17 @@ type Diff struct {
 	Test        string   `json:"test,omitempty"`
 	PHolm       *float64 `json:"p_holm"`
 	Significant bool     `json:"significant"`
+	// ConditionalOn says what the interval and p treat as random: tasks
+	// only with one seed (the run is held fixed), tasks and runs with
+	// several.
+	ConditionalOn string `json:"conditional_on"`
 	// PoI is the probability of improvement: per task the chance that a
 	// trial of this row beats one of the other (ties half), averaged.
-	PoI *float64 `json:"poi"`
+	// PoILow and PoIHigh are its stratified bootstrap interval (rliable):
+	// the tasks held fixed, both rows' trials redrawn per task.
+	PoI     *float64 `json:"poi"`
+	PoILow  *float64 `json:"poi_ci_low"`
+	PoIHigh *float64 `json:"poi_ci_high"`
 	// MinDetectable is the difference this comparison would detect with
 	// 80% power at the 5% level, from its own variance and design.
 	MinDetectable *float64 `json:"min_detectable_diff"`
@@ -436,10 +444,9 @@ func compareRows(m rundir.Manifest, dir string, rows map[string]*rowAgg, opts Co
 	wg.Wait()
 	applyHolm(cmp.Rows, cmp.Alpha)
 	cmp.Power = powerStatement(cmp.Rows, cmp.Headline, opts.EffectOfInterest)
-	if p := cmp.Power; p != nil && p.Underpowered {
-		cmp.Warnings = append(cmp.Warnings, fmt.Sprintf("underpowered: at %s x %s x %s the smallest difference detected "+
-			"with 80%% power is %.3f, above the effect of interest %.3f; add tasks or seeds (more trials only shrink the trial noise)",
-			plural(p.Tasks, "task"), plural(p.Trials, "trial"), plural(p.Seeds, "seed"), p.MinDetectable, p.EffectOfInterest))
+	cmp.Warnings = append(cmp.Warnings, powerWarnings(cmp.Power)...)
+	if w := oneSeedWarning(cmp.Rows); w != "" {
+		cmp.Warnings = append(cmp.Warnings, w)
 	}
 	for _, a := range ordered {
 		if a.offline {
@@ -572,7 +579,7 @@ func compareRow(a, base *rowAgg, baseSamples map[string]sample, scope *passKScop
 		if len(s.seeds) == 0 {
 			continue
 		}
-		e := estimate(name, s, opts.Level)
+		e := estimate(name, s, opts)
 		if bs := baseSamples[name]; a != base && len(bs.seeds) > 0 {
 			e.Diff = pairedDiff(s, bs, base.name, opts)
 		}
@@ -796,4 +803,39 @@ func scoredTrials(r *stats.Rewards) int {
 		return 0
 	}
 	return r.N()
+}
+
+// powerWarnings say when the matrix cannot detect the effect of interest,
+// or cannot reach significance at all.
+func powerWarnings(p *PowerStatement) []string {
+	switch {
+	case p == nil || !p.Underpowered:
+		return nil
+	case p.MinDetectable == nil:
+		return []string{"underpowered: " + p.Note}
+	}
+	at := ""
+	if p.PowerAtEffect != nil {
+		at = fmt.Sprintf(" (power %.0f%% there)", 100**p.PowerAtEffect)
+	}
+	return []string{fmt.Sprintf("underpowered: at %s x %s x %s the smallest difference the %s test detects "+
+		"with 80%% power is %.3f, above the effect of interest %.3f%s; add tasks or seeds (more trials only shrink the trial noise)",
+		plural(p.Tasks, "task"), plural(p.Trials, "trial"), plural(p.Seeds, "seed"), p.Test, *p.MinDetectable, p.EffectOfInterest, at)}
+}
+
+// oneSeedWarning names the rows with a single seed: their intervals and
+// p-values hold the run fixed, so a rerun's luck is not in them.
+func oneSeedWarning(rows []RowComparison) string {
+	var one []string
+	for _, r := range rows {
+		if len(r.Seeds) == 1 {
+			one = append(one, r.Row)
+		}
+	}
+	if len(one) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("one seed (%s): every interval and p-value is across tasks, one run: run-to-run variance not estimated, "+
+		"so a rerun with another seed may differ by more than they say; run 3 or more seeds (--seeds) before claiming a difference",
+		strings.Join(one, ", "))
 }

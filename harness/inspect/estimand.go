@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -57,17 +58,25 @@ type Estimate struct {
 	Mean   *float64 `json:"mean"`
 	CILow  *float64 `json:"ci_low"`
 	CIHigh *float64 `json:"ci_high"`
-	IQM    *float64 `json:"iqm"`
+	// ConditionalOn says what the interval treats as random: tasks only
+	// with one seed (the run is held fixed), tasks and runs with several.
+	ConditionalOn string   `json:"conditional_on"`
+	IQM           *float64 `json:"iqm"`
+	// IQMLow and IQMHigh are rliable's stratified bootstrap interval of
+	// the IQM: the tasks held fixed, each seed's trials redrawn per task.
+	IQMLow  *float64 `json:"iqm_ci_low"`
+	IQMHigh *float64 `json:"iqm_ci_high"`
 	// Diff is the paired difference to the baseline row's same estimand;
 	// VsInitial (held_out only) to the row's own initial checkpoint.
 	Diff      *Diff `json:"diff"`
 	VsInitial *Diff `json:"vs_initial,omitempty"`
 }
 
-// PowerStatement is the minimum detectable difference of the headline
-// comparison: the smallest difference to the baseline the matrix detects
-// with 80% power at the 5% level (two-sided), for its tasks x trials x
-// seeds and the variance estimated from the rows' differences.
+// PowerStatement is the power of the headline comparison, for the test
+// that decides its significance (Test): the smallest difference to the
+// baseline the matrix detects with 80% power at the 5% level (two-sided),
+// and the power at the effect of interest, for its tasks x trials x seeds
+// and the variance estimated from the rows' differences.
 type PowerStatement struct {
 	Estimand string `json:"estimand"`
 	// Tasks, Trials and Seeds are the design: the fewest paired tasks,
@@ -76,13 +85,24 @@ type PowerStatement struct {
 	Tasks  int `json:"tasks"`
 	Trials int `json:"trials"`
 	Seeds  int `json:"seeds"`
+	// Test is the test the statement is about: "sign-flip" (one seed,
+	// power simulated) or "t" (several seeds).
+	Test string `json:"test"`
 	// Variance is the mean over compared rows of their estimated
 	// components (see stats.Variance).
-	Variance         VarianceComponents `json:"variance"`
-	MinDetectable    float64            `json:"min_detectable_diff"`
-	EffectOfInterest float64            `json:"effect_of_interest"`
-	// Underpowered is true when MinDetectable exceeds EffectOfInterest.
-	Underpowered bool `json:"underpowered"`
+	Variance VarianceComponents `json:"variance"`
+	// MinDetectable is nil when no difference up to 1 can be detected:
+	// Note then says why (a design whose test cannot reach significance,
+	// or too much noise).
+	MinDetectable *float64 `json:"min_detectable_diff"`
+	// PowerAtEffect is the chance of a significant result when the true
+	// difference is EffectOfInterest (before Holm's correction).
+	PowerAtEffect    *float64 `json:"power_at_effect"`
+	EffectOfInterest float64  `json:"effect_of_interest"`
+	// Underpowered is true when the effect of interest is detected with
+	// less than 80% power.
+	Underpowered bool   `json:"underpowered"`
+	Note         string `json:"note,omitempty"`
 }
 
 // VarianceComponents is stats.Variance with JSON names.
@@ -301,8 +321,9 @@ func mean(x []float64) float64 {
 
 // estimate summarizes one estimand of a row (its value only; differences
 // are added by the caller).
-func estimate(name string, s sample, level float64) Estimate {
-	e := Estimate{Estimand: name, Seeds: len(s.seeds)}
+func estimate(name string, s sample, opts CompareOptions) Estimate {
+	level := opts.Level
+	e := Estimate{Estimand: name, Seeds: len(s.seeds), ConditionalOn: stats.ConditionalOn(len(s.seeds))}
 	if name == HeldOut {
 		e.Checkpoint = &s.ckpt
 	} else if len(s.seeds) > 0 {
@@ -321,6 +342,9 @@ func estimate(name string, s sample, level float64) Estimate {
 	e.Mean = float(mean(means))
 	if v, err := stats.IQM(means); err == nil {
 		e.IQM = float(v)
+	}
+	if lo, hi, err := stats.IQMCI(s.seeds, opts.Resamples, level, opts.Seed); err == nil {
+		e.IQMLow, e.IQMHigh = float(lo), float(hi)
 	}
 	var iv stats.Interval
 	var err error
@@ -346,7 +370,8 @@ func pairedDiff(row, other sample, against string, opts CompareOptions) *Diff {
 	if len(diffs) == 0 {
 		return nil
 	}
-	d := &Diff{Against: against, Tasks: len(diffs), Seeds: len(row.seeds), Mean: stats.MacroMean(diffs)}
+	d := &Diff{Against: against, Tasks: len(diffs), Seeds: len(row.seeds), Mean: stats.MacroMean(diffs),
+		ConditionalOn: stats.ConditionalOn(len(row.seeds))}
 	// Fewer than two tasks scored by every seed of both leave the mean of
 	// the shared tasks without an interval or test.
 	if res, err := stats.ComparePaired(row.seeds, other.seeds, opts.Level, opts.Resamples, opts.Seed); err == nil {
@@ -358,12 +383,16 @@ func pairedDiff(row, other sample, against string, opts CompareOptions) *Diff {
 	if poi, _, err := stats.ProbabilityOfImprovement(a, b); err == nil {
 		d.PoI = float(poi)
 	}
+	if lo, hi, err := stats.PoICI(a, b, opts.Resamples, opts.Level, opts.Seed); err == nil {
+		d.PoILow, d.PoIHigh = float(lo), float(hi)
+	}
 	if task, share := stats.Dominance(diffs); task != "" {
 		d.DominantTask, d.DominantShare = task, float(share)
 	}
 	if v, design, err := stats.EstimateVariance(row.seeds, other.seeds); err == nil {
+		d.variance, d.design = &v, design
 		if mdd, err := stats.MinDetectableDiff(design, v); err == nil {
-			d.MinDetectable, d.variance, d.design = float(mdd), &v, design
+			d.MinDetectable = float(mdd)
 		}
 	}
 	return d
@@ -410,16 +439,21 @@ func holm(family []*Diff, alpha float64) {
 	}
 }
 
-// powerStatement states the minimum detectable difference of the headline
-// comparison: the variance is the mean of the compared rows' estimates,
-// the design the smallest of theirs. Nil when no row's variance could be
-// estimated.
+// powerStatement states the power of the headline comparison: the
+// variance is the mean of the compared rows' estimates, the design the
+// smallest of theirs. Rows compared over fewer than two tasks give a
+// statement that says no test is possible; nil when no row was compared.
 func powerStatement(rows []RowComparison, headline string, effect float64) *PowerStatement {
 	var v stats.Variance
 	var d stats.Design
-	n := 0
+	n, compared, tasks := 0, 0, 0
 	for _, r := range rows {
-		if r.Diff == nil || r.Diff.variance == nil {
+		if r.Diff == nil {
+			continue
+		}
+		compared++
+		tasks = max(tasks, r.Diff.Tasks)
+		if r.Diff.variance == nil {
 			continue
 		}
 		rv, rd := *r.Diff.variance, r.Diff.design
@@ -430,18 +464,34 @@ func powerStatement(rows []RowComparison, headline string, effect float64) *Powe
 		d.Tasks, d.Trials, d.Seeds = min(d.Tasks, rd.Tasks), min(d.Trials, rd.Trials), min(d.Seeds, rd.Seeds)
 		n++
 	}
-	if n == 0 {
+	if compared == 0 {
 		return nil
+	}
+	if n == 0 {
+		return &PowerStatement{Estimand: headline, Tasks: tasks, EffectOfInterest: effect, Underpowered: true,
+			Note: fmt.Sprintf("%s shared with the baseline: no interval, test or power is possible; compare on 2 tasks or more (6 or more with one seed)", plural(tasks, "task"))}
 	}
 	k := float64(n)
 	v = stats.Variance{Task: v.Task / k, Seed: v.Seed / k, Interaction: v.Interaction / k, Trial: v.Trial / k}
-	mdd, err := stats.MinDetectableDiff(d, v)
-	if err != nil {
-		return nil
+	ps := &PowerStatement{
+		Estimand: headline, Tasks: d.Tasks, Trials: d.Trials, Seeds: d.Seeds, Test: d.Test(),
+		Variance:         VarianceComponents{Task: v.Task, Seed: v.Seed, Interaction: v.Interaction, Trial: v.Trial},
+		EffectOfInterest: effect, Underpowered: true,
 	}
-	return &PowerStatement{
-		Estimand: headline, Tasks: d.Tasks, Trials: d.Trials, Seeds: d.Seeds,
-		Variance:      VarianceComponents{Task: v.Task, Seed: v.Seed, Interaction: v.Interaction, Trial: v.Trial},
-		MinDetectable: mdd, EffectOfInterest: effect, Underpowered: mdd > effect,
+	if p, err := stats.Power(d, v, effect); err == nil {
+		ps.PowerAtEffect = float(p)
+		ps.Underpowered = p < stats.PowerTarget
 	}
+	switch mdd, err := stats.MinDetectableDiff(d, v); {
+	case err == nil:
+		ps.MinDetectable = float(mdd)
+	case errors.Is(err, stats.ErrUnreachable):
+		_, ps.Note = d.Reachable()
+	case errors.Is(err, stats.ErrUndetectable):
+		ps.Note = err.Error()
+	default:
+		// Variance components of zero leave nothing to detect against.
+		ps.Note = fmt.Sprintf("no power statement: %v", err)
+	}
+	return ps
 }

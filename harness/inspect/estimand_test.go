@@ -325,11 +325,17 @@ func TestComparePowerStatement(t *testing.T) {
 		}
 		// One trial per task: the variance is the per-task spread of the
 		// differences, averaged over r1, r2 and r3.
-		if p.Underpowered != tc.under || containsSubstring(c.Warnings, "underpowered") != tc.under {
-			t.Errorf("effect %v: underpowered %v (mdd %.3f), warnings %q", tc.effect, p.Underpowered, p.MinDetectable, c.Warnings)
+		if p.MinDetectable == nil || p.PowerAtEffect == nil || p.Test != "sign-flip" {
+			t.Fatalf("power %+v: want a sign-flip statement with an MDE and the power at the effect", p)
 		}
-		if p.EffectOfInterest != tc.effect || !(p.MinDetectable > 0.1 && p.MinDetectable < 0.99) {
-			t.Errorf("effect %v mdd %v", p.EffectOfInterest, p.MinDetectable)
+		if p.Underpowered != tc.under || containsSubstring(c.Warnings, "underpowered") != tc.under {
+			t.Errorf("effect %v: underpowered %v (mdd %.3f), warnings %q", tc.effect, p.Underpowered, *p.MinDetectable, c.Warnings)
+		}
+		if p.EffectOfInterest != tc.effect || !(*p.MinDetectable > 0.1 && *p.MinDetectable < 0.99) {
+			t.Errorf("effect %v mdd %v", p.EffectOfInterest, *p.MinDetectable)
+		}
+		if (*p.PowerAtEffect < 0.8) != tc.under {
+			t.Errorf("effect %v: power %v there, underpowered %v", tc.effect, *p.PowerAtEffect, tc.under)
 		}
 	}
 }
@@ -383,7 +389,10 @@ func TestCompareEstimandsInJSONAndText(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc.Headline != "held_out" || len(doc.Estimands) != 3 || doc.Power["min_detectable_diff"] == nil {
+	// Three held-out tasks and one seed: the sign-flip test cannot reject,
+	// and the statement says so instead of printing a number.
+	if doc.Headline != "held_out" || len(doc.Estimands) != 3 || doc.Power["test"] != "sign-flip" ||
+		doc.Power["min_detectable_diff"] != nil || !strings.HasPrefix(fmt.Sprint(doc.Power["note"]), "3 tasks: the sign-flip test cannot reach") {
 		t.Errorf("headline %q, %d estimands, power %v", doc.Headline, len(doc.Estimands), doc.Power)
 	}
 	for _, r := range doc.Rows {
@@ -439,5 +448,83 @@ func TestSeedKeepsTheLastNWindow(t *testing.T) {
 	whole := a.sampleOf(WholeCurve, 3, false)
 	if got := len(whole.seeds[0]["a"]); got != 13 {
 		t.Errorf("whole curve holds %d rewards of task a, want 13", got)
+	}
+}
+
+// A one-seed matrix says what its intervals hold fixed, warns on the one
+// seed, and states power for the sign-flip test even where that test can
+// never reach significance.
+func TestCompareOneSeedStatesItsLimits(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "m-matrix")
+	row := func(name string, rewards ...float64) []rundir.MetricRow {
+		var trials []trial
+		for i, r := range rewards {
+			trials = append(trials, scored(1, fmt.Sprintf("t%d", i), r))
+		}
+		return rowsOf(name, name, "learned_mediator", "all", 1, trials...)
+	}
+	runs := map[string][]rundir.MetricRow{
+		"no_feedback": row("no_feedback", 0, 0, 0, 0, 1),
+		"r1":          row("r1", 1, 1, 1, 1, 1),
+	}
+	writeMatrix(t, dir, []string{"no_feedback", "r1"}, runs)
+	c, err := Compare(dir, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rowByName(t, c, "r1")
+	const cond = "across tasks, one run: run-to-run variance not estimated"
+	if r.Diff == nil || r.Diff.ConditionalOn != cond || estimateOf(t, r, LastN).ConditionalOn != cond {
+		t.Errorf("conditional_on not stated: diff %+v", r.Diff)
+	}
+	if !containsSubstring(c.Warnings, "one seed (no_feedback, r1)") {
+		t.Errorf("no one-seed warning: %q", c.Warnings)
+	}
+	p := c.Power
+	if p == nil || p.Test != "sign-flip" || p.MinDetectable != nil || p.PowerAtEffect == nil || *p.PowerAtEffect != 0 ||
+		!strings.Contains(p.Note, "5 tasks: the sign-flip test cannot reach p < 0.05") {
+		t.Fatalf("power %+v: want a statement that 5 tasks cannot reach significance", p)
+	}
+	if !containsSubstring(c.Warnings, "5 tasks: the sign-flip test cannot reach p < 0.05") {
+		t.Errorf("warnings %q do not name the impossible design", c.Warnings)
+	}
+	var text strings.Builder
+	if err := c.WriteText(&text, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{cond, "no difference to no_feedback can be detected", "5 tasks: the sign-flip test cannot reach p < 0.05"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text output lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
+// The IQM and the probability of improvement carry stratified bootstrap
+// intervals: the tasks fixed, the trials redrawn.
+func TestCompareRobustEstimatesHaveIntervals(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "m-matrix")
+	var base, better []trial
+	for i := range 8 {
+		id := fmt.Sprintf("t%d", i)
+		for k := range 4 {
+			base = append(base, scored(k+1, id, float64((i+k)%3/2)))
+			better = append(better, scored(k+1, id, float64(min(1, (i+k)%3))))
+		}
+	}
+	writeMatrix(t, dir, []string{"no_feedback", "r1"}, map[string][]rundir.MetricRow{
+		"no_feedback": rowsOf("no_feedback", "no_feedback", "no_feedback", "none", 1, base...),
+		"r1":          rowsOf("r1", "r1", "learned_mediator", "all", 1, better...),
+	})
+	c, err := Compare(dir, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := estimateOf(t, rowByName(t, c, "r1"), WholeCurve)
+	if e.IQM == nil || e.IQMLow == nil || e.IQMHigh == nil || !(*e.IQMLow <= *e.IQM && *e.IQM <= *e.IQMHigh && *e.IQMLow < *e.IQMHigh) {
+		t.Errorf("iqm %v, interval [%v, %v]", e.IQM, e.IQMLow, e.IQMHigh)
+	}
+	d := e.Diff
+	if d == nil || d.PoI == nil || d.PoILow == nil || d.PoIHigh == nil || !(*d.PoILow <= *d.PoI && *d.PoI <= *d.PoIHigh && *d.PoILow < *d.PoIHigh) {
+		t.Errorf("poi interval missing or not around the poi: %+v", d)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/mediated-coevo/harness/harness/stats"
 )
 
 // WriteJSON writes v (a []DirSummary, *RunView or *Comparison) as indented
@@ -320,6 +322,8 @@ func (c *Comparison) WriteText(w io.Writer, tty bool) error {
 	}
 	fmt.Fprintf(w, "%s t intervals over tasks (with several seeds, over seeds x tasks); p: sign-flip permutation over tasks "+
 		"(t test with several seeds), Holm-adjusted across the rows compared, significant at %s family-wise\n", pct, alpha)
+	fmt.Fprintf(w, "Intervals are conditional on: %s; iqm and poi intervals: rliable's stratified bootstrap, tasks held fixed\n",
+		conditionalWords(c.Rows))
 	if c.K >= 2 && c.PassKTasks > 0 && c.PassKLeftOut == 0 {
 		// Every row's pass@k and pass^k rest on the same tasks. When some
 		// were left out, a warning states the set and what it lacks.
@@ -338,14 +342,7 @@ func (c *Comparison) WriteText(w io.Writer, tty bool) error {
 		return err
 	}
 	if p := c.Power; p != nil {
-		verdict := "can be detected"
-		if p.Underpowered {
-			verdict = "can NOT be detected reliably"
-		}
-		fmt.Fprintf(w, "\nPower\n  At %s x %s x %s (%s), the smallest difference to %s detected with 80%% power "+
-			"at the 5%% level is %.3f; an effect of interest of %.3f %s.\n",
-			plural(p.Tasks, "task"), plural(p.Trials, "trial"), plural(p.Seeds, "seed"), p.Estimand, c.Baseline,
-			p.MinDetectable, p.EffectOfInterest, verdict)
+		writePower(w, p, c.Baseline)
 	}
 	var warnings []string
 	warnings = append(warnings, c.Warnings...)
@@ -403,19 +400,20 @@ func diffCells(d *Diff, isBaseline bool) []string {
 // estimandTable has one line per row and estimand, and one more for a
 // held-out estimate's difference to the row's initial skills.
 func (c *Comparison) estimandTable(tty bool, pct string) *table {
-	t := newTable(tty, "row", "estimand", "iterations", "tasks", "seeds", "mean", pct+" ci", "iqm",
-		"diff", "against", pct+" ci", "p", "p holm", "sig", "poi", "detectable diff")
+	t := newTable(tty, "row", "estimand", "iterations", "tasks", "seeds", "mean", pct+" ci", "iqm", "iqm "+pct+" ci",
+		"diff", "against", pct+" ci", "p", "p holm", "sig", "poi", "poi "+pct+" ci", "detectable diff")
 	for _, r := range c.Rows {
 		for _, e := range r.Estimates {
 			span := fmt.Sprintf("%d-%d", e.FromIteration, e.ToIteration)
 			if e.Checkpoint != nil {
 				span = "checkpoint " + strconv.Itoa(*e.Checkpoint)
 			}
-			cells := []string{r.Row, e.Estimand, span, strconv.Itoa(e.Tasks), strconv.Itoa(e.Seeds), num(e.Mean), interval(e.CILow, e.CIHigh), num(e.IQM)}
+			cells := []string{r.Row, e.Estimand, span, strconv.Itoa(e.Tasks), strconv.Itoa(e.Seeds), num(e.Mean), interval(e.CILow, e.CIHigh), num(e.IQM),
+				interval(e.IQMLow, e.IQMHigh)}
 			t.add(append(cells, estimandDiffCells(e.Diff, r.Row == c.Baseline)...)...)
 			if e.VsInitial != nil {
 				t.add(append([]string{r.Row, e.Estimand + " vs initial", span, strconv.Itoa(e.VsInitial.Tasks), strconv.Itoa(e.VsInitial.Seeds),
-					"", "", ""}, estimandDiffCells(e.VsInitial, false)...)...)
+					"", "", "", ""}, estimandDiffCells(e.VsInitial, false)...)...)
 			}
 		}
 	}
@@ -424,9 +422,44 @@ func (c *Comparison) estimandTable(tty bool, pct string) *table {
 
 func estimandDiffCells(d *Diff, isBaseline bool) []string {
 	cells := diffCells(d, isBaseline)
-	against, mdd := "-", "-"
+	against, poiCI, mdd := "-", "-", "-"
 	if d != nil {
-		against, mdd = d.Against, num(d.MinDetectable)
+		against, poiCI, mdd = d.Against, interval(d.PoILow, d.PoIHigh), num(d.MinDetectable)
 	}
-	return append([]string{cells[0], against}, append(cells[1:], mdd)...)
+	return append([]string{cells[0], against}, append(cells[1:], poiCI, mdd)...)
+}
+
+// conditionalWords says what the rows' intervals treat as random.
+func conditionalWords(rows []RowComparison) string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range rows {
+		if c := stats.ConditionalOn(len(r.Seeds)); !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// writePower prints the power statement: for the test that decides
+// significance, the smallest detectable difference (or why there is none)
+// and the power at the effect of interest.
+func writePower(w io.Writer, p *PowerStatement, baseline string) {
+	fmt.Fprintf(w, "\nPower\n")
+	if p.Test == "" {
+		fmt.Fprintf(w, "  %s.\n", p.Note)
+		return
+	}
+	fmt.Fprintf(w, "  At %s x %s x %s (%s, %s test): ", plural(p.Tasks, "task"), plural(p.Trials, "trial"),
+		plural(p.Seeds, "seed"), p.Estimand, p.Test)
+	if p.MinDetectable != nil {
+		fmt.Fprintf(w, "the smallest difference to %s detected with 80%% power at the 5%% level is %.3f", baseline, *p.MinDetectable)
+	} else {
+		fmt.Fprintf(w, "no difference to %s can be detected with 80%% power (%s)", baseline, p.Note)
+	}
+	if p.PowerAtEffect != nil {
+		fmt.Fprintf(w, "; an effect of interest of %.3f is detected %.0f%% of the time", p.EffectOfInterest, 100**p.PowerAtEffect)
+	}
+	fmt.Fprintln(w, ".")
 }

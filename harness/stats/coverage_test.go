@@ -189,11 +189,19 @@ var coverageCases = []struct {
 	{"paired/null/10x3", null, 0.94},
 	{"paired/shifted/10x3", shifted, 0.94},
 	{"paired/shifted/30x3", with(shifted, 30, 3, 1, 0), 0.94},
-	{"seeds/null/10x3x3-sd0.5", with(null, 10, 3, 3, 0.5), 0.93},
-	{"seeds/shifted/10x3x3-sd0.5", with(shifted, 10, 3, 3, 0.5), 0.93},
-	{"seeds/shifted/5x3x3-sd0.5", with(shifted, 5, 3, 3, 0.5), 0.93},
-	{"seeds/shifted/10x10x3-sd0.5", with(shifted, 10, 10, 3, 0.5), 0.93},
-	{"seeds/shifted/10x10x3-sd1", with(shifted, 10, 10, 3, 1), 0.93},
+	{"paired/null/30x3", with(null, 30, 3, 1, 0), 0.94},
+	{"paired/null/30x10", with(null, 30, 10, 1, 0), 0.94},
+	{"paired/shifted/30x10", with(shifted, 30, 10, 1, 0), 0.94},
+	{"seeds/null/10x3x3-sd0.5", with(null, 10, 3, 3, 0.5), 0.935},
+	{"seeds/shifted/10x3x3-sd0.5", with(shifted, 10, 3, 3, 0.5), 0.935},
+	{"seeds/shifted/5x3x3-sd0.5", with(shifted, 5, 3, 3, 0.5), 0.935},
+	{"seeds/shifted/10x10x3-sd0.5", with(shifted, 10, 10, 3, 0.5), 0.935},
+	{"seeds/shifted/10x10x3-sd1", with(shifted, 10, 10, 3, 1), 0.935},
+	{"seeds/null/30x3x3-sd0.5", with(null, 30, 3, 3, 0.5), 0.935},
+	{"seeds/shifted/30x3x3-sd0.5", with(shifted, 30, 3, 3, 0.5), 0.935},
+	{"seeds/null/30x10x3-sd0.5", with(null, 30, 10, 3, 0.5), 0.935},
+	{"seeds/shifted/30x10x3-sd0.5", with(shifted, 30, 10, 3, 0.5), 0.935},
+	{"seeds/task-heavy/30x10x3-sd0.1", world{tasks: 30, trials: 10, seeds: 3, taskSD: 1, shift: 0.8, shiftSD: 1.5, seedSD: 0.1}, 0.935},
 }
 
 // valueCoverage is the share of replicates whose interval for the row's
@@ -504,8 +512,14 @@ func TestCoverageBand(t *testing.T) {
 	for _, c := range coverageCases {
 		t.Run(c.name, func(t *testing.T) {
 			// 300 replicates: a standard error of about 1.3 points at 95%.
-			if got := coverage(t, c.w, reps, 7); got < c.bound-0.04 || got > 0.995 {
-				t.Errorf("coverage %.3f over %d replicates, want within [%.2f, 0.995]", got, reps, c.bound-0.04)
+			// Several seeds with few trials are conservative by design
+			// (the seeds' degrees of freedom): only the lower bound holds.
+			upper := 0.995
+			if c.w.seeds > 1 {
+				upper = 1
+			}
+			if got := coverage(t, c.w, reps, 7); got < c.bound-0.04 || got > upper {
+				t.Errorf("coverage %.3f over %d replicates, want within [%.2f, %.3f]", got, reps, c.bound-0.04, upper)
 			}
 		})
 	}

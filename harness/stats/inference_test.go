@@ -51,15 +51,25 @@ func TestMeanCI(t *testing.T) {
 
 func TestTwoWayCI(t *testing.T) {
 	// Seeds x tasks [[1 2 3] [2 3 7]]: grand 3, MSs 6, MSt 6.5, MSe 1.5,
-	// variance (6 + 6.5 - 1.5)/6, Satterthwaite df 121/(36 + 6.5²/2 + 1.5²/2).
+	// variance (6 + 6.5 - 1.5)/6; the seed component is in it, so the
+	// seeds' S-1 = 1 degree of freedom.
 	iv, err := TwoWayCI([][]float64{{1, 2, 3}, {2, 3, 7}}, 0.95)
 	if err != nil {
 		t.Fatal(err)
 	}
-	se, df := math.Sqrt(11.0/6), 121/(36+6.5*6.5/2+1.5*1.5/2)
+	se, df := math.Sqrt(11.0/6), 1.0
 	if !within(iv.Mean, 3, 1e-12) || !within(iv.SE, se, 1e-12) || !within(iv.DF, df, 1e-9) ||
 		!within(iv.High-iv.Mean, tq(df, 0.975)*se, 1e-9) {
 		t.Errorf("TwoWayCI = %+v, want mean 3, se %v, df %v", iv, se, df)
+	}
+	// Seeds below the residual ([[1 3 6] [3 3 4]]: MSs 0, MSt 14/3, MSe
+	// 2): the residual stands in for the seeds at their 1 degree of
+	// freedom, and the task component raises it by Satterthwaite's rule,
+	// MSt²/(MSe²/1 + MSt²/2 + MSe²/2).
+	low, _ := TwoWayCI([][]float64{{1, 3, 6}, {3, 3, 4}}, 0.95)
+	mst := 14.0 / 3
+	if wantDF := mst * mst / (4 + mst*mst/2 + 2); !within(low.DF, wantDF, 1e-9) || !within(low.SE, math.Sqrt(mst/6), 1e-12) {
+		t.Errorf("seed component dropped: %+v, want df %v, se %v", low, wantDF, math.Sqrt(mst/6))
 	}
 	// One seed is MeanCI over tasks.
 	one, _ := TwoWayCI([][]float64{{1, 2, 3, 4}}, 0.95)
@@ -221,24 +231,16 @@ func TestProbabilityOfImprovement(t *testing.T) {
 	}
 }
 
-func TestMinDetectableDiffAndPower(t *testing.T) {
+func TestTPowerAgainstSimulation(t *testing.T) {
 	d, v := Design{Tasks: 10, Trials: 3, Seeds: 1}, Variance{Trial: 0.5}
-	mdd, err := MinDetectableDiff(d, v)
+	const effect = 0.25
+	want, err := TPower(d, v, effect)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Power at the MDD is the target.
-	if p, _ := Power(d, v, mdd); !within(p, PowerTarget, 1e-6) {
-		t.Errorf("power at the MDD %v = %v, want %v", mdd, p, PowerTarget)
-	}
-	// With many tasks the t test is the z test: (1.96 + 0.8416) · SE.
-	big := Design{Tasks: 2000, Trials: 3, Seeds: 1}
-	if m, _ := MinDetectableDiff(big, v); !within(m, (1.959964+0.841621)*math.Sqrt(0.5/6000), 2e-4) {
-		t.Errorf("MDD at 2000 tasks = %v, want the normal one %v", m, (1.959964+0.841621)*math.Sqrt(0.5/6000))
-	}
-	// Against a direct simulation of the t statistic at ten tasks.
+	// A direct simulation of the t statistic at ten tasks.
 	rng := rand.New(rand.NewPCG(9, 9))
-	delta, hits := mdd/math.Sqrt(0.5/30), 0
+	delta, hits := effect/math.Sqrt(0.5/30), 0
 	for range 100000 {
 		var chi float64
 		for range 9 {
@@ -249,25 +251,126 @@ func TestMinDetectableDiffAndPower(t *testing.T) {
 			hits++
 		}
 	}
-	if got := float64(hits) / 100000; !within(got, PowerTarget, 0.005) {
-		t.Errorf("simulated power at the MDD = %v, want %v", got, PowerTarget)
+	if got := float64(hits) / 100000; !within(got, want, 0.005) {
+		t.Errorf("simulated t power at %v = %v, TPower says %v", effect, got, want)
 	}
-	// More tasks, trials or seeds never make it worse.
-	for _, bigger := range []Design{{20, 3, 1}, {10, 6, 1}, {10, 3, 3}} {
+}
+
+func TestMinDetectableDiffOfTheTTest(t *testing.T) {
+	// Several seeds: significance is the t test of the two-way interval.
+	d, v := Design{Tasks: 10, Trials: 3, Seeds: 3}, Variance{Trial: 0.5, Seed: 0.001}
+	mdd, err := MinDetectableDiff(d, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := Power(d, v, mdd); !within(p, PowerTarget, 1e-6) {
+		t.Errorf("power at the MDD %v = %v, want %v", mdd, p, PowerTarget)
+	}
+	if m, _ := MinDetectableDiff(Design{20, 3, 3}, v); m >= mdd {
+		t.Errorf("20 tasks: MDD %v not below %v", m, mdd)
+	}
+}
+
+func TestMinDetectableDiffOfTheSignFlipTest(t *testing.T) {
+	d, v := Design{Tasks: 10, Trials: 3, Seeds: 1}, Variance{Trial: 0.5, Task: 0.01}
+	mdd, err := MinDetectableDiff(d, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// At the MDD the real test (SignFlipP, not the simulation's own
+	// p-value) rejects about 80% of normal differences with that spread.
+	rng := rand.New(rand.NewPCG(3, 4))
+	sd := math.Sqrt(v.Task + v.Trial/3)
+	const reps = 3000
+	hits := 0
+	x := make([]float64, d.Tasks)
+	for range reps {
+		for i := range x {
+			x[i] = mdd + sd*rng.NormFloat64()
+		}
+		if p, _ := SignFlipP(x, 0, 0); p <= PowerAlpha {
+			hits++
+		}
+	}
+	if got := float64(hits) / reps; !within(got, PowerTarget, 0.03) {
+		t.Errorf("SignFlipP rejects %v of %d comparisons at the MDD %v, want about %v", got, reps, mdd, PowerTarget)
+	}
+	// The sign-flip test is discrete, so it needs more than the t test.
+	if tp, _ := TPower(d, v, mdd); tp < PowerTarget {
+		t.Errorf("t power %v at the sign-flip MDD %v: the t test should see at least as much", tp, mdd)
+	}
+	// With many tasks the sign-flip test is the z test: (1.96 + 0.8416) · SE.
+	big := Design{Tasks: 2000, Trials: 3, Seeds: 1}
+	z := (1.959964 + 0.841621) * math.Sqrt(0.5/6000)
+	if m, _ := MinDetectableDiff(big, Variance{Trial: 0.5}); !within(m, z, 0.05*z) {
+		t.Errorf("MDD at 2000 tasks = %v, want about the normal one %v", m, z)
+	}
+	for _, bigger := range []Design{{20, 3, 1}, {10, 10, 1}} {
 		if m, _ := MinDetectableDiff(bigger, v); m >= mdd {
 			t.Errorf("%+v: MDD %v not below %v", bigger, m, mdd)
 		}
 	}
-	if m, _ := MinDetectableDiff(Design{10, 3, 3}, AssumedVariance); !(m > 0 && m < 1) {
-		t.Errorf("MDD with the assumed variance = %v", m)
+}
+
+func TestPowerStatementsStayMeaningful(t *testing.T) {
+	// Five tasks and one seed: the sign-flip test can never reject.
+	_, err := MinDetectableDiff(Design{5, 3, 1}, AssumedVariance)
+	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "5 tasks: the sign-flip test cannot reach p < 0.05") {
+		t.Errorf("5 tasks: err = %v, want ErrUnreachable naming the design", err)
+	}
+	if p, err := Power(Design{5, 3, 1}, AssumedVariance, 0.9); err != nil || p != 0 {
+		t.Errorf("power of an unreachable design = %v, %v; want 0", p, err)
+	}
+	if ok, _ := (Design{6, 1, 1}).Reachable(); !ok {
+		t.Error("6 tasks: 2/64 < 0.05 is reachable")
+	}
+	if ok, _ := (Design{5, 3, 3}).Reachable(); !ok {
+		t.Error("several seeds use the t test, which any design can reach")
+	}
+	// No statement is ever above 1: a design too noisy says so instead.
+	if _, err := MinDetectableDiff(Design{6, 1, 1}, Variance{Task: 1, Trial: 0.5}); !errors.Is(err, ErrUndetectable) {
+		t.Errorf("a design that cannot see a difference of 1: err = %v, want ErrUndetectable", err)
+	}
+	for tasks := 2; tasks <= 12; tasks += 2 {
+		for _, seeds := range []int{1, 2, 3} {
+			d := Design{tasks, 2, seeds}
+			m, err := MinDetectableDiff(d, AssumedVariance)
+			if err == nil && !(m > 0 && m <= 1) {
+				t.Errorf("%+v: MDD %v outside (0, 1]", d, m)
+			}
+			if err != nil && !errors.Is(err, ErrUnreachable) && !errors.Is(err, ErrUndetectable) {
+				t.Errorf("%+v: unexpected error %v", d, err)
+			}
+		}
 	}
 	for _, bad := range []struct {
 		d Design
 		v Variance
-	}{{Design{1, 3, 1}, v}, {d, Variance{}}, {d, Variance{Task: -1, Trial: 1}}, {d, Variance{Trial: math.NaN()}}} {
+	}{{Design{1, 3, 1}, AssumedVariance}, {Design{10, 3, 1}, Variance{}}, {Design{10, 3, 1}, Variance{Task: -1, Trial: 1}}, {Design{10, 3, 1}, Variance{Trial: math.NaN()}}} {
 		if _, err := MinDetectableDiff(bad.d, bad.v); err == nil {
 			t.Errorf("MinDetectableDiff(%+v, %+v) accepted", bad.d, bad.v)
 		}
+	}
+}
+
+func TestSimulatedFlipPMatchesSignFlipP(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	s := &flipSim{}
+	for n := 1; n <= ExactFlipsMax; n++ {
+		for range 20 {
+			d := make([]float64, n)
+			for i := range d {
+				// Rounded values make ties and zeros, as rewards do.
+				d[i] = math.Round(rng.NormFloat64()*3) / 3
+			}
+			want, _ := SignFlipP(d, 0, 0)
+			if got := s.pValue(d); !within(got, want, 1e-12) {
+				t.Fatalf("%v: meet-in-the-middle p %v, SignFlipP %v", d, got, want)
+			}
+		}
+	}
+	if got := SignFlipMinP(5); got != 0.0625 {
+		t.Errorf("SignFlipMinP(5) = %v, want 0.0625", got)
 	}
 }
 

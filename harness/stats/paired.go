@@ -47,6 +47,17 @@ func PairedCells(row, base []map[string][]float64) (cells [][]float64, tasks []s
 	return cells, tasks
 }
 
+// ConditionalOn says, in words for a reader, what an interval or test
+// over seeds runs treats as random: with one seed only the tasks (the
+// run is one draw of its luck, held fixed), with several the tasks and
+// the runs.
+func ConditionalOn(seeds int) string {
+	if seeds <= 1 {
+		return "across tasks, one run: run-to-run variance not estimated"
+	}
+	return fmt.Sprintf("across tasks and %d runs: run-to-run variance estimated from %d seeds", seeds, seeds)
+}
+
 // PairedTest is a row's paired comparison with a baseline.
 type PairedTest struct {
 	Interval

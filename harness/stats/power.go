@@ -71,53 +71,124 @@ func (v Variance) check() error {
 }
 
 // se and df of the difference of means over d; df follows the interval
-// the comparison uses (t over tasks with one seed, Satterthwaite's for the
-// seeds x tasks table otherwise).
+// the comparison uses (t over tasks with one seed, TwoWayCI's rule for the
+// seeds x tasks table otherwise, applied to the mean squares the
+// components lead one to expect).
 func (v Variance) se(d Design) (se, df float64) {
 	T, S, K := float64(d.Tasks), float64(d.Seeds), float64(d.Trials)
-	task, seed, resid := v.Task/T, v.Seed/S, v.Interaction/(T*S)+v.Trial/(T*S*K)
-	se = math.Sqrt(task + seed + resid)
+	se = math.Sqrt(v.Task/T + v.Seed/S + v.Interaction/(T*S) + v.Trial/(T*S*K))
 	if d.Seeds == 1 {
 		return se, T - 1
 	}
-	den := task*task/(T-1) + seed*seed/(S-1) + resid*resid/((T-1)*(S-1))
-	return se, math.Pow(task+seed+resid, 2) / den
+	resid := v.Interaction + v.Trial/K
+	m := meanSquares{S: d.Seeds, T: d.Tasks, seed: T*v.Seed + resid, task: S*v.Task + resid, er: resid}
+	return se, m.df()
+}
+
+// ErrUnreachable is wrapped by the error of a power statement for a design
+// whose test can never give p <= PowerAlpha: one seed and five tasks or
+// fewer, where the sign-flip test's smallest p is 2/2^tasks.
+var ErrUnreachable = errors.New("the test cannot reach significance")
+
+// ErrUndetectable is wrapped by the error of MinDetectableDiff when even a
+// difference of 1, the largest two mean rewards can have, is detected
+// with less than PowerTarget probability.
+var ErrUndetectable = errors.New("no difference in mean reward up to 1 is detected with 80% power")
+
+// Test names the test ComparePaired decides significance by for the
+// design: "sign-flip" over tasks with one seed, "t" (the two-way
+// interval's) with several.
+func (d Design) Test() string {
+	if d.Seeds == 1 {
+		return "sign-flip"
+	}
+	return "t"
+}
+
+// Reachable reports whether the design's test can give p <= PowerAlpha at
+// all, and if not, why, in words a reader can act on.
+func (d Design) Reachable() (bool, string) {
+	if d.Seeds == 1 && SignFlipMinP(d.Tasks) > PowerAlpha {
+		return false, fmt.Sprintf("%d tasks: the sign-flip test cannot reach p < %.2f (its smallest p is %.4g); use 6 tasks or more, or several seeds",
+			d.Tasks, PowerAlpha, SignFlipMinP(d.Tasks))
+	}
+	return true, ""
 }
 
 // MinDetectableDiff is the smallest true difference in mean reward between
-// two rows that a design detects with probability PowerTarget (80%) by a
-// two-sided t test at PowerAlpha (5%), the test the comparison's interval
-// inverts: the effect at which Power reaches PowerTarget. A difference
-// below it will usually come out "cannot tell". Errors for a design with
-// fewer than two tasks or invalid components.
+// two rows that a design detects with probability PowerTarget (80%) at
+// PowerAlpha (5%, two-sided) by the test that decides significance
+// (Design.Test): the sign-flip test with one seed, whose power is
+// simulated (there is no formula), the t test of the two-way interval with
+// several. A difference below it will usually come out "cannot tell".
+// Errors for a design with fewer than two tasks or invalid components,
+// wrapping ErrUnreachable for a design whose test can never reject and
+// ErrUndetectable when the answer would exceed 1.
 func MinDetectableDiff(d Design, v Variance) (float64, error) {
-	if err := d.check(); err != nil {
+	power, err := powerFunc(d, v)
+	if err != nil {
 		return 0, err
 	}
-	if err := v.check(); err != nil {
-		return 0, err
+	if ok, why := d.Reachable(); !ok {
+		return 0, fmt.Errorf("%s: %w", why, ErrUnreachable)
 	}
-	se, df := v.se(d)
-	nct := newNoncentralT(df)
+	if power(1) < PowerTarget {
+		return 0, fmt.Errorf("%d tasks x %d trials x %d seeds: %w", d.Tasks, d.Trials, d.Seeds, ErrUndetectable)
+	}
 	lo, hi := 0.0, 1.0
-	for nct.power(hi) < PowerTarget {
-		hi *= 2
+	steps := 40
+	if d.Test() == "sign-flip" {
+		steps = 14 // each step simulates; 1/2^14 is far below its error
 	}
-	for range 60 { // bisection on the noncentrality
+	for range steps {
 		mid := (lo + hi) / 2
-		if nct.power(mid) < PowerTarget {
+		if power(mid) < PowerTarget {
 			lo = mid
 		} else {
 			hi = mid
 		}
 	}
-	return hi * se, nil
+	return hi, nil
 }
 
 // Power is the probability that the design detects a true difference
-// effect by the two-sided t test at PowerAlpha, from the noncentral t
-// distribution. Errors like MinDetectableDiff.
+// effect at PowerAlpha by the test that decides significance: simulated
+// for the sign-flip test (one seed; standard error about 1.3 points), from
+// the noncentral t distribution for the t test (several seeds). A design
+// that cannot reach significance has power 0. Errors like
+// MinDetectableDiff for a bad design or variance.
 func Power(d Design, v Variance, effect float64) (float64, error) {
+	power, err := powerFunc(d, v)
+	if err != nil {
+		return 0, err
+	}
+	if ok, _ := d.Reachable(); !ok {
+		return 0, nil
+	}
+	return power(math.Abs(effect)), nil
+}
+
+// powerFunc is the power of the design's test as a function of the true
+// difference.
+func powerFunc(d Design, v Variance) (func(float64) float64, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	if err := v.check(); err != nil {
+		return nil, err
+	}
+	if d.Test() == "sign-flip" {
+		return newFlipSim(d, v).power, nil
+	}
+	se, df := v.se(d)
+	nct := newNoncentralT(df)
+	return func(effect float64) float64 { return nct.power(effect / se) }, nil
+}
+
+// TPower is the power of the two-sided t test at PowerAlpha over the
+// design, as if the interval decided significance with one seed too: what
+// the interval can see, for comparison with Power.
+func TPower(d Design, v Variance, effect float64) (float64, error) {
 	if err := d.check(); err != nil {
 		return 0, err
 	}
