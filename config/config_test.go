@@ -528,7 +528,7 @@ func TestLoadNewModelNeedsItsContextWindow(t *testing.T) {
 }
 
 func TestLoadPointsRangeErrorsAtTheFile(t *testing.T) {
-	dir, path := writeLayer(t, "[experiment]\nseed = 1\niterations = 0\n[validation]\ntrials_per_task = 9\n")
+	dir, path := writeLayer(t, "[experiment]\nseed = 1\niterations = 0\n[validation]\ntrials_per_task = 11\n")
 	_, err := Load(dir)
 	if err == nil {
 		t.Fatal("Load accepted iterations = 0")

@@ -77,11 +77,14 @@ type Plan struct {
 	// empty when they are the call-cap upper bound.
 	EstimatedFrom string `json:"estimated_from,omitempty"`
 	// Power says how small a difference the design can detect.
-	Power      *PowerStatement `json:"power,omitempty"`
-	Iterations int             `json:"iterations"`
-	Seeds      []int64         `json:"seeds"`
-	Agent      string          `json:"agent"`
-	Offline    bool            `json:"offline"`
+	Power *PowerStatement `json:"power,omitempty"`
+	// Gate states the validation gate's error rates at the planned
+	// validation size, per decision and over a row's decisions.
+	Gate       *GatePlan `json:"gate,omitempty"`
+	Iterations int       `json:"iterations"`
+	Seeds      []int64   `json:"seeds"`
+	Agent      string    `json:"agent"`
+	Offline    bool      `json:"offline"`
 	// Concurrency is how many trials run at once (-j).
 	Concurrency int `json:"concurrency"`
 	// Trials counts rows x tasks x iterations; validation trials of skill
@@ -552,6 +555,7 @@ func (p *Plan) estimate(cfg *config.Config) error {
 		return err
 	}
 	p.power(cfg)
+	p.gateRates(cfg)
 	if p.BudgetUSD > 0 && p.EstimatedCostUSD > p.BudgetUSD {
 		p.Notes = append(p.Notes, fmt.Sprintf("the estimated cost ($%.2f) exceeds the dollar budget ($%g): the run stops cleanly when the budget is spent (exit code 4) and can be resumed", p.EstimatedCostUSD, p.BudgetUSD))
 	}

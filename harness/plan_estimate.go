@@ -253,3 +253,51 @@ func (p *Plan) validationSize(cfg *config.Config) int {
 	}
 	return min(len(p.Tasks), max(1, cfg.Experiment.AdvisorBufferMax))
 }
+
+// GatePlan is what the validation gate's simulated error rates mean for a
+// planned run: per decision, and over the decisions one row is expected to
+// make (every Advisor batch reaching the gate), how likely an edit that
+// changes nothing is adopted.
+type GatePlan struct {
+	Tasks int `json:"tasks"`
+	// DecisionsPerRow is the most gate decisions any row is expected to
+	// make.
+	DecisionsPerRow int `json:"decisions_per_row"`
+	// AcceptWorse and AcceptBetter are per decision, the worst case over
+	// the simulated scenarios; NullPerDecision the drift of one decision.
+	AcceptWorse     float64 `json:"accept_worse"`
+	AcceptBetter    float64 `json:"accept_better"`
+	NullPerDecision float64 `json:"null_adoption_per_decision"`
+	// NullPerRun is 1 - (1 - NullPerDecision)^DecisionsPerRow: the chance
+	// that a row adopts at least one edit that changes nothing.
+	NullPerRun float64 `json:"null_adoption_per_run"`
+	Source     string  `json:"source"`
+}
+
+// gateRates states the gate's error rates for the rows that validate
+// skill candidates; nothing when none does.
+func (p *Plan) gateRates(cfg *config.Config) {
+	decisions := 0
+	for _, r := range p.Rows {
+		if !cfg.Validation.Enabled || !r.Policy.Executor || r.Condition.ProposalFeedback() == conditions.FeedbackNone {
+			continue
+		}
+		remaining := len(p.Tasks) * max(p.Iterations-p.done[r.Name], 0)
+		decisions = max(decisions, remaining/max(1, cfg.Experiment.AdvisorBufferMax))
+	}
+	size := p.validationSize(cfg)
+	if decisions == 0 || size < 1 {
+		return
+	}
+	er, err := gate.ErrorRatesFor(gateConfig(cfg.Validation, 0), size)
+	if err != nil {
+		p.Notes = append(p.Notes, fmt.Sprintf("no gate error rates: %v", err))
+		return
+	}
+	g := &GatePlan{Tasks: size, DecisionsPerRow: decisions, AcceptWorse: er.AcceptWorse, AcceptBetter: er.AcceptBetter,
+		NullPerDecision: er.AcceptNull, NullPerRun: gate.NullAdoptionPerRun(er.AcceptNull, decisions), Source: er.Source}
+	p.Gate = g
+	p.Notes = append(p.Notes, fmt.Sprintf("the gate on %d validation tasks adopts an edit that changes nothing %.0f%% of the time per decision, "+
+		"and over a row's %d expected decisions at least one such edit %.0f%% of the time (worse edits %.1f%%, better ones %.0f%% per decision)",
+		g.Tasks, 100*g.NullPerDecision, g.DecisionsPerRow, 100*g.NullPerRun, 100*g.AcceptWorse, 100*g.AcceptBetter))
+}

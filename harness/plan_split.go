@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -151,23 +152,49 @@ const evalCheckpoints = 2
 
 // PowerStatement says, before a run, how small a difference between a row
 // and the baseline its design can detect: with 80% power at the 5% level,
-// for the headline estimate (held-out when there are held-out tasks, else
-// the mean of the last iterations), from the planning guesses in [stats].
+// by the test that decides significance (the sign-flip test with one seed,
+// the two-way t test with several), for the headline estimate (held-out
+// when there are held-out tasks, else the mean of the last iterations),
+// from the planning guesses in [stats].
 type PowerStatement struct {
-	Estimand         string  `json:"estimand"`
-	Tasks            int     `json:"tasks"`
-	TrialsPerTask    int     `json:"trials_per_task"`
-	Seeds            int     `json:"seeds"`
-	MinDetectable    float64 `json:"min_detectable_difference"`
-	EffectOfInterest float64 `json:"effect_of_interest"`
+	Estimand      string `json:"estimand"`
+	Tasks         int    `json:"tasks"`
+	TrialsPerTask int    `json:"trials_per_task"`
+	Seeds         int    `json:"seeds"`
+	Test          string `json:"test"`
+	// MinDetectable is nil when no difference up to 1 can be detected;
+	// Note then says why.
+	MinDetectable    *float64 `json:"min_detectable_difference"`
+	EffectOfInterest float64  `json:"effect_of_interest"`
+	// PowerAtEffect is the chance the effect of interest comes out
+	// significant.
+	PowerAtEffect float64 `json:"power_at_effect"`
 	// Detectable is false when the effect of interest is below what the
 	// design detects.
-	Detectable bool `json:"detectable"`
+	Detectable bool   `json:"detectable"`
+	Note       string `json:"note,omitempty"`
+	// Advice is the smallest designs of seeds x tasks (at the planned
+	// trials per task) that detect the effect of interest with 80% power.
+	Advice []DesignAdvice `json:"advice,omitempty"`
+}
+
+// DesignAdvice is one design that detects the effect of interest.
+type DesignAdvice struct {
+	Seeds int `json:"seeds"`
+	Tasks int `json:"tasks"`
 }
 
 // powerLastN is the last-N window the dry run assumes, the one inspect
 // --compare reports by default.
 const powerLastN = 10
+
+// adviceSeeds are the seed counts the design advice considers, and
+// adviceTasks the task counts it tries (a grid: each try of one seed is a
+// simulation).
+var (
+	adviceSeeds = []int{1, 3, 5, 10}
+	adviceTasks = []int{6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100, 120, 150, 200, 250, 300, 400}
+)
 
 // power fills the plan's power statement; a design it cannot judge (fewer
 // than two tasks) gets none, with a note.
@@ -178,7 +205,7 @@ func (p *Plan) power(cfg *config.Config) {
 		effect = stats.DefaultEffectOfInterest
 	}
 	ps := PowerStatement{Estimand: "last_n", Tasks: len(p.Tasks), TrialsPerTask: min(p.Iterations, powerLastN),
-		Seeds: len(p.Seeds), EffectOfInterest: effect}
+		Seeds: max(1, len(p.Seeds)), EffectOfInterest: effect}
 	if len(p.HeldOutTasks) > 0 {
 		ps.Estimand, ps.Tasks, ps.TrialsPerTask = "held_out", len(p.HeldOutTasks), p.EvalTrials
 	}
@@ -186,21 +213,87 @@ func (p *Plan) power(cfg *config.Config) {
 	if st.TaskSD > 0 || st.SeedSD > 0 {
 		v.Task, v.Seed, v.Interaction = st.TaskSD*st.TaskSD, st.SeedSD*st.SeedSD, st.SeedSD*st.SeedSD
 	}
-	mdd, err := stats.MinDetectableDiff(stats.Design{Tasks: ps.Tasks, Trials: ps.TrialsPerTask, Seeds: max(1, ps.Seeds)}, v)
+	d := stats.Design{Tasks: ps.Tasks, Trials: ps.TrialsPerTask, Seeds: ps.Seeds}
+	pw, err := stats.Power(d, v, effect)
 	if err != nil {
 		if ps.Tasks > 0 {
 			p.Notes = append(p.Notes, fmt.Sprintf("no power statement: %v", err))
 		}
 		return
 	}
-	ps.MinDetectable, ps.Detectable = mdd, mdd <= effect
-	p.Power = &ps
-	switch {
-	case mdd >= 1:
-		p.Notes = append(p.Notes, fmt.Sprintf("with %d tasks x %d trials x %d seeds the %s estimate cannot detect any difference in mean reward (80%% power, 5%% level): every comparison will come out \"cannot tell\"; add tasks, trials or seeds",
-			ps.Tasks, ps.TrialsPerTask, ps.Seeds, ps.Estimand))
-	case !ps.Detectable:
-		p.Notes = append(p.Notes, fmt.Sprintf("this design detects a difference from the baseline of %.2f or more (80%% power, 5%% level, %s estimate); the effect of interest, %.2f, is likely to come out \"cannot tell\": add tasks, trials or seeds",
-			mdd, ps.Estimand, effect))
+	ps.Test, ps.PowerAtEffect, ps.Detectable = d.Test(), pw, pw >= stats.PowerTarget
+	switch mdd, err := stats.MinDetectableDiff(d, v); {
+	case err == nil:
+		ps.MinDetectable = &mdd
+	case errors.Is(err, stats.ErrUnreachable):
+		_, ps.Note = d.Reachable()
+	default:
+		ps.Note = err.Error()
 	}
+	if !ps.Detectable {
+		ps.Advice = designAdvice(d, v, effect)
+	}
+	p.Power = &ps
+	p.Notes = append(p.Notes, powerNotes(ps)...)
+}
+
+// powerNotes warn when the design cannot detect the effect of interest,
+// and say which designs would.
+func powerNotes(ps PowerStatement) []string {
+	var notes []string
+	switch {
+	case ps.MinDetectable == nil:
+		notes = append(notes, fmt.Sprintf("with %d tasks x %d trials x %d seed(s) the %s estimate cannot detect any difference in mean reward (80%% power, 5%% level, %s test): %s; every comparison will come out \"cannot tell\"",
+			ps.Tasks, ps.TrialsPerTask, ps.Seeds, ps.Estimand, ps.Test, ps.Note))
+	case !ps.Detectable:
+		notes = append(notes, fmt.Sprintf("this design detects a difference from the baseline of %.2f or more (80%% power, 5%% level, %s test, %s estimate); the effect of interest, %.2f, is detected %.0f%% of the time and likely to come out \"cannot tell\"",
+			*ps.MinDetectable, ps.Test, ps.Estimand, ps.EffectOfInterest, 100*ps.PowerAtEffect))
+	}
+	if ps.Detectable {
+		return notes
+	}
+	var designs []string
+	for _, a := range ps.Advice {
+		designs = append(designs, fmt.Sprintf("%d %s x %d tasks", a.Seeds, pluralWord(a.Seeds, "seed", "seeds"), a.Tasks))
+	}
+	if len(designs) == 0 {
+		return append(notes, fmt.Sprintf("no design of up to %d seeds x %d tasks at %d trials per task detects %.2f with 80%% power",
+			adviceSeeds[len(adviceSeeds)-1], adviceTasks[len(adviceTasks)-1], ps.TrialsPerTask, ps.EffectOfInterest))
+	}
+	return append(notes, fmt.Sprintf("to detect %.2f with 80%% power at %d trials per task: %s (seeds, each an independent run, are what measure run-to-run luck; one seed holds the run fixed)",
+		ps.EffectOfInterest, ps.TrialsPerTask, strings.Join(designs, ", or ")))
+}
+
+// designAdvice finds, for each seed count of adviceSeeds, the fewest tasks
+// of adviceTasks at d's trials per task whose test detects effect with 80%
+// power.
+func designAdvice(d stats.Design, v stats.Variance, effect float64) []DesignAdvice {
+	var out []DesignAdvice
+	for _, seeds := range adviceSeeds {
+		detects := func(i int) bool {
+			pw, err := stats.Power(stats.Design{Tasks: adviceTasks[i], Trials: d.Trials, Seeds: seeds}, v, effect)
+			return err == nil && pw >= stats.PowerTarget
+		}
+		if !detects(len(adviceTasks) - 1) {
+			continue
+		}
+		lo, hi := -1, len(adviceTasks)-1 // detects(hi); lo is too few (or none)
+		for hi-lo > 1 {
+			mid := (lo + hi) / 2
+			if detects(mid) {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		out = append(out, DesignAdvice{Seeds: seeds, Tasks: adviceTasks[hi]})
+	}
+	return out
+}
+
+func pluralWord(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -1,12 +1,14 @@
 package harness
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/harness/stats"
 )
 
 func TestSplitTasks(t *testing.T) {
@@ -109,6 +111,7 @@ func TestPlanStatesItsPower(t *testing.T) {
 		{"many tasks detect a large effect", func(c *config.Config) { c.Stats.EffectOfInterest = 0.5 },
 			PlanOptions{Tasks: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}, Iterations: 10}, "last_n", true},
 		{"held-out tasks are the headline", nil, PlanOptions{Tasks: []string{"a", "b", "c", "d"}, Iterations: 3, Split: SplitOptions{Spec: "2:0:2"}}, "held_out", false},
+		{"two held-out tasks cannot reach significance", nil, PlanOptions{Tasks: []string{"a", "b", "c", "d", "e", "f"}, Iterations: 3, Split: SplitOptions{Spec: "2:2:2"}}, "held_out", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,12 +122,26 @@ func TestPlanStatesItsPower(t *testing.T) {
 				t.Fatal(err)
 			}
 			pw := p.Power
-			if pw == nil || pw.Estimand != tt.estimand || pw.Detectable != tt.detectable || !(pw.MinDetectable > 0) {
+			if pw == nil || pw.Estimand != tt.estimand || pw.Detectable != tt.detectable || pw.Test != "sign-flip" {
 				t.Fatalf("power %+v, want estimand %s, detectable %v", pw, tt.estimand, tt.detectable)
 			}
-			warned := strings.Contains(strings.Join(p.Notes, "\n"), "cannot tell")
+			if pw.MinDetectable != nil && !(*pw.MinDetectable > 0 && *pw.MinDetectable <= 1) {
+				t.Errorf("min detectable difference %v outside (0, 1]", *pw.MinDetectable)
+			}
+			notes := strings.Join(p.Notes, "\n")
+			warned := strings.Contains(notes, "cannot tell")
 			if warned == tt.detectable {
 				t.Errorf("notes %q: a warning is due exactly when the effect is not detectable", p.Notes)
+			}
+			// An undetectable effect comes with designs that detect it.
+			if !tt.detectable && (len(pw.Advice) == 0 || !strings.Contains(notes, "seeds x")) {
+				t.Errorf("advice %+v, notes %q: want seeds x tasks that detect the effect", pw.Advice, p.Notes)
+			}
+			for _, a := range pw.Advice {
+				d := stats.Design{Tasks: a.Tasks, Trials: pw.TrialsPerTask, Seeds: a.Seeds}
+				if got, err := stats.Power(d, stats.AssumedVariance, pw.EffectOfInterest); err != nil || got < stats.PowerTarget {
+					t.Errorf("advised %+v has power %v (%v) at %v", a, got, err, pw.EffectOfInterest)
+				}
 			}
 		})
 	}
@@ -201,5 +218,33 @@ func TestPlanCountsExpectedValidationTrials(t *testing.T) {
 				t.Errorf("%d expected validation trials, want at least %d", p.ValidationTrials, 6*2*3)
 			}
 		})
+	}
+}
+
+// The dry run states the gate's null adoption per decision and compounded
+// over a row's expected decisions.
+func TestPlanStatesTheGatesNullAdoption(t *testing.T) {
+	tweak := func(c *config.Config) { c.Experiment.AdvisorBufferMax = 3 }
+	p, err := BuildRunPlan(testConfig(t, tweak), PlanOptions{Tasks: []string{"a", "b", "c"}, Condition: "learned_mediator",
+		Policy: conditions.PolicyAll, Iterations: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := p.Gate
+	// 3 tasks x 6 iterations, a decision every 3 proposals.
+	if g == nil || g.DecisionsPerRow != 6 || g.Tasks < 1 {
+		t.Fatalf("gate %+v, want 6 decisions per row", g)
+	}
+	want := 1 - math.Pow(1-g.NullPerDecision, 6)
+	if !(g.NullPerDecision > 0) || math.Abs(g.NullPerRun-want) > 1e-12 {
+		t.Errorf("null adoption %v per decision, %v per run; want %v per run", g.NullPerDecision, g.NullPerRun, want)
+	}
+	if !strings.Contains(strings.Join(p.Notes, "\n"), "adopts an edit that changes nothing") {
+		t.Errorf("notes %q do not state the gate's null adoption", p.Notes)
+	}
+	// A row that never validates states no gate rates.
+	nf, err := BuildRunPlan(testConfig(t, tweak), PlanOptions{Tasks: []string{"a", "b", "c"}, Condition: "no_feedback", Iterations: 6})
+	if err != nil || nf.Gate != nil {
+		t.Errorf("no_feedback: gate %+v, err %v; want none", nf.Gate, err)
 	}
 }

@@ -7,110 +7,110 @@ const tableCommand = "go run ./harness/gate/simtable -runs 1000 -seed 1 -go harn
 
 // tableConfig is the configuration the table was measured for.
 func tableConfig() Config {
-	return Config{Rule: "posterior", TrialsPerTask: 1, MaxTrialsPerTask: 8, Margin: 0.1, Threshold: 0.8, Tolerance: 1e-09, EarlyStop: true, RequireAllUsable: false, Tasks: 10}
+	return Config{Rule: "posterior", TrialsPerTask: 1, MaxTrialsPerTask: 10, Margin: 0.1, Threshold: 0.88, Tolerance: 1e-09, EarlyStop: true, RequireAllUsable: false, Tasks: 12}
 }
 
 // defaultTable holds the default configuration's simulated error rates by
 // validation size.
 func defaultTable() []ErrorRates {
 	return []ErrorRates{
-		{Tasks: 1, Runs: 1000, AcceptWorse: 0.086, AcceptNull: 0.25, AcceptBetter: 0.258, MeetsBounds: false, MeanTrials: 7.585333333333334, Scenarios: []ScenarioRates{
-			{Scenario: "plain", AcceptWorse: 0.086, AcceptNull: 0.25, AcceptBetter: 0.482, MeanTrials: [3]float64{6.506, 7.74, 8.51}},
-			{Scenario: "difficulty", AcceptWorse: 0.073, AcceptNull: -1, AcceptBetter: 0.459, MeanTrials: [3]float64{7.314, -1, 9.446}},
-			{Scenario: "unusable", AcceptWorse: 0.061, AcceptNull: -1, AcceptBetter: 0.295, MeanTrials: [3]float64{5.352, -1, 6.684}},
-			{Scenario: "agent_errors", AcceptWorse: 0.086, AcceptNull: -1, AcceptBetter: 0.482, MeanTrials: [3]float64{6.506, -1, 8.51}},
-			{Scenario: "all", AcceptWorse: 0.048, AcceptNull: -1, AcceptBetter: 0.258, MeanTrials: [3]float64{5.92, -1, 7.346}},
+		{Tasks: 1, Runs: 1000, AcceptWorse: 0.022, AcceptNull: 0.123, AcceptBetter: 0.172, AcceptBetterPlain: 0.353, MeetsBounds: false, MeanTrials: 10.440666666666667, Scenarios: []ScenarioRates{
+			{Scenario: "plain", AcceptWorse: 0.02, AcceptNull: 0.123, AcceptBetter: 0.353, MeanTrials: [3]float64{7.6, 10.504, 13.218}},
+			{Scenario: "difficulty", AcceptWorse: 0.022, AcceptNull: -1, AcceptBetter: 0.341, MeanTrials: [3]float64{8.582, -1, 14.14}},
+			{Scenario: "unusable", AcceptWorse: 0.016, AcceptNull: -1, AcceptBetter: 0.232, MeanTrials: [3]float64{5.76, -1, 9.122}},
+			{Scenario: "agent_errors", AcceptWorse: 0.02, AcceptNull: -1, AcceptBetter: 0.353, MeanTrials: [3]float64{7.6, -1, 13.218}},
+			{Scenario: "all", AcceptWorse: 0.009, AcceptNull: -1, AcceptBetter: 0.172, MeanTrials: [3]float64{6.456, -1, 9.6}},
 		}},
-		{Tasks: 2, Runs: 1000, AcceptWorse: 0.056, AcceptNull: 0.24, AcceptBetter: 0.407, MeetsBounds: false, MeanTrials: 13.908000000000001, Scenarios: []ScenarioRates{
-			{Scenario: "plain", AcceptWorse: 0.053, AcceptNull: 0.24, AcceptBetter: 0.568, MeanTrials: [3]float64{11.04, 14.66, 16.024}},
-			{Scenario: "difficulty", AcceptWorse: 0.056, AcceptNull: -1, AcceptBetter: 0.506, MeanTrials: [3]float64{12.176, -1, 17.84}},
-			{Scenario: "unusable", AcceptWorse: 0.055, AcceptNull: -1, AcceptBetter: 0.483, MeanTrials: [3]float64{11.524, -1, 16.116}},
-			{Scenario: "agent_errors", AcceptWorse: 0.053, AcceptNull: -1, AcceptBetter: 0.568, MeanTrials: [3]float64{11.04, -1, 16.024}},
-			{Scenario: "all", AcceptWorse: 0.049, AcceptNull: -1, AcceptBetter: 0.407, MeanTrials: [3]float64{12.844, -1, 17.632}},
+		{Tasks: 2, Runs: 1000, AcceptWorse: 0.009, AcceptNull: 0.11, AcceptBetter: 0.282, AcceptBetterPlain: 0.477, MeetsBounds: false, MeanTrials: 18.326666666666664, Scenarios: []ScenarioRates{
+			{Scenario: "plain", AcceptWorse: 0.008, AcceptNull: 0.11, AcceptBetter: 0.477, MeanTrials: [3]float64{11.356, 18.676, 24.948}},
+			{Scenario: "difficulty", AcceptWorse: 0.008, AcceptNull: -1, AcceptBetter: 0.376, MeanTrials: [3]float64{12.644, -1, 26.5}},
+			{Scenario: "unusable", AcceptWorse: 0.006, AcceptNull: -1, AcceptBetter: 0.357, MeanTrials: [3]float64{11.692, -1, 23.336}},
+			{Scenario: "agent_errors", AcceptWorse: 0.008, AcceptNull: -1, AcceptBetter: 0.477, MeanTrials: [3]float64{11.356, -1, 24.948}},
+			{Scenario: "all", AcceptWorse: 0.009, AcceptNull: -1, AcceptBetter: 0.282, MeanTrials: [3]float64{12.732, -1, 24.02}},
 		}},
-		{Tasks: 3, Runs: 1000, AcceptWorse: 0.041, AcceptNull: 0.219, AcceptBetter: 0.553, MeetsBounds: false, MeanTrials: 20.445999999999998, Scenarios: []ScenarioRates{
-			{Scenario: "plain", AcceptWorse: 0.031, AcceptNull: 0.219, AcceptBetter: 0.636, MeanTrials: [3]float64{15.21, 22.596, 23.532}},
-			{Scenario: "difficulty", AcceptWorse: 0.032, AcceptNull: -1, AcceptBetter: 0.626, MeanTrials: [3]float64{17.808, -1, 26.214}},
-			{Scenario: "unusable", AcceptWorse: 0.041, AcceptNull: -1, AcceptBetter: 0.56, MeanTrials: [3]float64{15.678, -1, 23.178}},
-			{Scenario: "agent_errors", AcceptWorse: 0.031, AcceptNull: -1, AcceptBetter: 0.636, MeanTrials: [3]float64{15.21, -1, 23.532}},
-			{Scenario: "all", AcceptWorse: 0.04, AcceptNull: -1, AcceptBetter: 0.553, MeanTrials: [3]float64{19.296, -1, 26.706}},
+		{Tasks: 3, Runs: 1000, AcceptWorse: 0.007, AcceptNull: 0.105, AcceptBetter: 0.427, AcceptBetterPlain: 0.531, MeetsBounds: false, MeanTrials: 24.820000000000004, Scenarios: []ScenarioRates{
+			{Scenario: "plain", AcceptWorse: 0.007, AcceptNull: 0.105, AcceptBetter: 0.531, MeanTrials: [3]float64{13.914, 25.68, 34.866}},
+			{Scenario: "difficulty", AcceptWorse: 0.007, AcceptNull: -1, AcceptBetter: 0.486, MeanTrials: [3]float64{15.33, -1, 38.364}},
+			{Scenario: "unusable", AcceptWorse: 0.005, AcceptNull: -1, AcceptBetter: 0.445, MeanTrials: [3]float64{15.648, -1, 35.142}},
+			{Scenario: "agent_errors", AcceptWorse: 0.007, AcceptNull: -1, AcceptBetter: 0.531, MeanTrials: [3]float64{13.914, -1, 34.866}},
+			{Scenario: "all", AcceptWorse: 0.005, AcceptNull: -1, AcceptBetter: 0.427, MeanTrials: [3]float64{18.636, -1, 38.868}},
 		}},
-		{Tasks: 4, Runs: 1000, AcceptWorse: 0.03, AcceptNull: 0.247, AcceptBetter: 0.582, MeetsBounds: false, MeanTrials: 29, Scenarios: []ScenarioRates{
-			{Scenario: "plain", AcceptWorse: 0.029, AcceptNull: 0.247, AcceptBetter: 0.751, MeanTrials: [3]float64{21.256, 32.624, 33.12}},
-			{Scenario: "difficulty", AcceptWorse: 0.027, AcceptNull: -1, AcceptBetter: 0.705, MeanTrials: [3]float64{24.216, -1, 37.072}},
-			{Scenario: "unusable", AcceptWorse: 0.03, AcceptNull: -1, AcceptBetter: 0.617, MeanTrials: [3]float64{19.632, -1, 31.424}},
-			{Scenario: "agent_errors", AcceptWorse: 0.029, AcceptNull: -1, AcceptBetter: 0.751, MeanTrials: [3]float64{21.256, -1, 33.12}},
-			{Scenario: "all", AcceptWorse: 0.025, AcceptNull: -1, AcceptBetter: 0.582, MeanTrials: [3]float64{23.024, -1, 35.64}},
+		{Tasks: 4, Runs: 1000, AcceptWorse: 0.004, AcceptNull: 0.083, AcceptBetter: 0.471, AcceptBetterPlain: 0.584, MeetsBounds: false, MeanTrials: 32.437333333333335, Scenarios: []ScenarioRates{
+			{Scenario: "plain", AcceptWorse: 0, AcceptNull: 0.083, AcceptBetter: 0.584, MeanTrials: [3]float64{16.84, 33.968, 46.504}},
+			{Scenario: "difficulty", AcceptWorse: 0.003, AcceptNull: -1, AcceptBetter: 0.555, MeanTrials: [3]float64{18.48, -1, 49.712}},
+			{Scenario: "unusable", AcceptWorse: 0.003, AcceptNull: -1, AcceptBetter: 0.503, MeanTrials: [3]float64{19.088, -1, 47.576}},
+			{Scenario: "agent_errors", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.584, MeanTrials: [3]float64{16.84, -1, 46.504}},
+			{Scenario: "all", AcceptWorse: 0.004, AcceptNull: -1, AcceptBetter: 0.471, MeanTrials: [3]float64{21.168, -1, 51.344}},
 		}},
-		{Tasks: 5, Runs: 1000, AcceptWorse: 0.028, AcceptNull: 0.243, AcceptBetter: 0.655, MeetsBounds: false, MeanTrials: 35.166666666666664, Scenarios: []ScenarioRates{
-			{Scenario: "plain", AcceptWorse: 0.023, AcceptNull: 0.243, AcceptBetter: 0.818, MeanTrials: [3]float64{24.43, 41.28, 39.79}},
-			{Scenario: "difficulty", AcceptWorse: 0.02, AcceptNull: -1, AcceptBetter: 0.758, MeanTrials: [3]float64{29.64, -1, 44.18}},
-			{Scenario: "unusable", AcceptWorse: 0.021, AcceptNull: -1, AcceptBetter: 0.695, MeanTrials: [3]float64{23.73, -1, 39.74}},
-			{Scenario: "agent_errors", AcceptWorse: 0.023, AcceptNull: -1, AcceptBetter: 0.818, MeanTrials: [3]float64{24.43, -1, 39.79}},
-			{Scenario: "all", AcceptWorse: 0.028, AcceptNull: -1, AcceptBetter: 0.655, MeanTrials: [3]float64{29.49, -1, 44.17}},
+		{Tasks: 5, Runs: 1000, AcceptWorse: 0.002, AcceptNull: 0.087, AcceptBetter: 0.544, AcceptBetterPlain: 0.641, MeetsBounds: false, MeanTrials: 39.11333333333334, Scenarios: []ScenarioRates{
+			{Scenario: "plain", AcceptWorse: 0.001, AcceptNull: 0.087, AcceptBetter: 0.641, MeanTrials: [3]float64{18.72, 41.58, 57.04}},
+			{Scenario: "difficulty", AcceptWorse: 0.001, AcceptNull: -1, AcceptBetter: 0.608, MeanTrials: [3]float64{21.45, -1, 61.67}},
+			{Scenario: "unusable", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.593, MeanTrials: [3]float64{20.85, -1, 59.71}},
+			{Scenario: "agent_errors", AcceptWorse: 0.001, AcceptNull: -1, AcceptBetter: 0.641, MeanTrials: [3]float64{18.72, -1, 57.04}},
+			{Scenario: "all", AcceptWorse: 0.002, AcceptNull: -1, AcceptBetter: 0.544, MeanTrials: [3]float64{25.91, -1, 62.79}},
 		}},
-		{Tasks: 6, Runs: 1000, AcceptWorse: 0.015, AcceptNull: 0.219, AcceptBetter: 0.692, MeetsBounds: false, MeanTrials: 40.46, Scenarios: []ScenarioRates{
-			{Scenario: "plain", AcceptWorse: 0.015, AcceptNull: 0.219, AcceptBetter: 0.837, MeanTrials: [3]float64{26.928, 48.216, 46.236}},
-			{Scenario: "difficulty", AcceptWorse: 0.009, AcceptNull: -1, AcceptBetter: 0.795, MeanTrials: [3]float64{30.912, -1, 52.212}},
-			{Scenario: "unusable", AcceptWorse: 0.012, AcceptNull: -1, AcceptBetter: 0.748, MeanTrials: [3]float64{28.404, -1, 46.716}},
-			{Scenario: "agent_errors", AcceptWorse: 0.015, AcceptNull: -1, AcceptBetter: 0.837, MeanTrials: [3]float64{26.928, -1, 46.236}},
-			{Scenario: "all", AcceptWorse: 0.01, AcceptNull: -1, AcceptBetter: 0.692, MeanTrials: [3]float64{31.896, -1, 53.388}},
+		{Tasks: 6, Runs: 1000, AcceptWorse: 0.002, AcceptNull: 0.083, AcceptBetter: 0.56, AcceptBetterPlain: 0.695, MeetsBounds: false, MeanTrials: 45.65200000000001, Scenarios: []ScenarioRates{
+			{Scenario: "plain", AcceptWorse: 0, AcceptNull: 0.083, AcceptBetter: 0.695, MeanTrials: [3]float64{21.396, 49.08, 66.48}},
+			{Scenario: "difficulty", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.664, MeanTrials: [3]float64{23.148, -1, 73.872}},
+			{Scenario: "unusable", AcceptWorse: 0.001, AcceptNull: -1, AcceptBetter: 0.621, MeanTrials: [3]float64{23.724, -1, 69.972}},
+			{Scenario: "agent_errors", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.695, MeanTrials: [3]float64{21.396, -1, 66.48}},
+			{Scenario: "all", AcceptWorse: 0.002, AcceptNull: -1, AcceptBetter: 0.56, MeanTrials: [3]float64{25.632, -1, 76.332}},
 		}},
-		{Tasks: 7, Runs: 1000, AcceptWorse: 0.02, AcceptNull: 0.202, AcceptBetter: 0.751, MeetsBounds: false, MeanTrials: 45.024, Scenarios: []ScenarioRates{
-			{Scenario: "plain", AcceptWorse: 0.015, AcceptNull: 0.202, AcceptBetter: 0.864, MeanTrials: [3]float64{28.476, 55.706, 50.89}},
-			{Scenario: "difficulty", AcceptWorse: 0.02, AcceptNull: -1, AcceptBetter: 0.82, MeanTrials: [3]float64{32.886, -1, 55.034}},
-			{Scenario: "unusable", AcceptWorse: 0.008, AcceptNull: -1, AcceptBetter: 0.781, MeanTrials: [3]float64{31.836, -1, 53.788}},
-			{Scenario: "agent_errors", AcceptWorse: 0.015, AcceptNull: -1, AcceptBetter: 0.864, MeanTrials: [3]float64{28.476, -1, 50.89}},
-			{Scenario: "all", AcceptWorse: 0.017, AcceptNull: -1, AcceptBetter: 0.751, MeanTrials: [3]float64{39.004, -1, 60.774}},
+		{Tasks: 7, Runs: 1000, AcceptWorse: 0.003, AcceptNull: 0.084, AcceptBetter: 0.638, AcceptBetterPlain: 0.754, MeetsBounds: false, MeanTrials: 52.45333333333334, Scenarios: []ScenarioRates{
+			{Scenario: "plain", AcceptWorse: 0, AcceptNull: 0.084, AcceptBetter: 0.754, MeanTrials: [3]float64{23.394, 56.7, 77.266}},
+			{Scenario: "difficulty", AcceptWorse: 0.002, AcceptNull: -1, AcceptBetter: 0.702, MeanTrials: [3]float64{25.746, -1, 84.616}},
+			{Scenario: "unusable", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.662, MeanTrials: [3]float64{25.62, -1, 80.276}},
+			{Scenario: "agent_errors", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.754, MeanTrials: [3]float64{23.394, -1, 77.266}},
+			{Scenario: "all", AcceptWorse: 0.003, AcceptNull: -1, AcceptBetter: 0.638, MeanTrials: [3]float64{30.604, -1, 91.28}},
 		}},
-		{Tasks: 8, Runs: 1000, AcceptWorse: 0.011, AcceptNull: 0.224, AcceptBetter: 0.762, MeetsBounds: false, MeanTrials: 49.797333333333334, Scenarios: []ScenarioRates{
-			{Scenario: "plain", AcceptWorse: 0.011, AcceptNull: 0.224, AcceptBetter: 0.891, MeanTrials: [3]float64{31.392, 62.32, 55.68}},
-			{Scenario: "difficulty", AcceptWorse: 0.003, AcceptNull: -1, AcceptBetter: 0.836, MeanTrials: [3]float64{35.472, -1, 62.816}},
-			{Scenario: "unusable", AcceptWorse: 0.009, AcceptNull: -1, AcceptBetter: 0.809, MeanTrials: [3]float64{35.584, -1, 60.512}},
-			{Scenario: "agent_errors", AcceptWorse: 0.011, AcceptNull: -1, AcceptBetter: 0.891, MeanTrials: [3]float64{31.392, -1, 55.68}},
-			{Scenario: "all", AcceptWorse: 0.01, AcceptNull: -1, AcceptBetter: 0.762, MeanTrials: [3]float64{41.12, -1, 69.056}},
+		{Tasks: 8, Runs: 1000, AcceptWorse: 0.001, AcceptNull: 0.099, AcceptBetter: 0.649, AcceptBetterPlain: 0.788, MeetsBounds: false, MeanTrials: 58.816, Scenarios: []ScenarioRates{
+			{Scenario: "plain", AcceptWorse: 0.001, AcceptNull: 0.099, AcceptBetter: 0.788, MeanTrials: [3]float64{26.32, 65.152, 84.976}},
+			{Scenario: "difficulty", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.728, MeanTrials: [3]float64{27.968, -1, 94.736}},
+			{Scenario: "unusable", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.712, MeanTrials: [3]float64{28.208, -1, 91.6}},
+			{Scenario: "agent_errors", AcceptWorse: 0.001, AcceptNull: -1, AcceptBetter: 0.788, MeanTrials: [3]float64{26.32, -1, 84.976}},
+			{Scenario: "all", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.649, MeanTrials: [3]float64{31.872, -1, 98.8}},
 		}},
-		{Tasks: 9, Runs: 1000, AcceptWorse: 0.011, AcceptNull: 0.208, AcceptBetter: 0.801, MeetsBounds: true, MeanTrials: 53.73, Scenarios: []ScenarioRates{
-			{Scenario: "plain", AcceptWorse: 0.011, AcceptNull: 0.208, AcceptBetter: 0.897, MeanTrials: [3]float64{33.318, 69.858, 58.014}},
-			{Scenario: "difficulty", AcceptWorse: 0.011, AcceptNull: -1, AcceptBetter: 0.857, MeanTrials: [3]float64{38.376, -1, 65.034}},
-			{Scenario: "unusable", AcceptWorse: 0.005, AcceptNull: -1, AcceptBetter: 0.846, MeanTrials: [3]float64{37.926, -1, 67.14}},
-			{Scenario: "agent_errors", AcceptWorse: 0.011, AcceptNull: -1, AcceptBetter: 0.897, MeanTrials: [3]float64{33.318, -1, 58.014}},
-			{Scenario: "all", AcceptWorse: 0.008, AcceptNull: -1, AcceptBetter: 0.801, MeanTrials: [3]float64{45.99, -1, 72.342}},
+		{Tasks: 9, Runs: 1000, AcceptWorse: 0.001, AcceptNull: 0.087, AcceptBetter: 0.691, AcceptBetterPlain: 0.823, MeetsBounds: true, MeanTrials: 66.324, Scenarios: []ScenarioRates{
+			{Scenario: "plain", AcceptWorse: 0, AcceptNull: 0.087, AcceptBetter: 0.823, MeanTrials: [3]float64{28.134, 76.554, 94.284}},
+			{Scenario: "difficulty", AcceptWorse: 0.001, AcceptNull: -1, AcceptBetter: 0.759, MeanTrials: [3]float64{32.004, -1, 102.654}},
+			{Scenario: "unusable", AcceptWorse: 0.001, AcceptNull: -1, AcceptBetter: 0.733, MeanTrials: [3]float64{30.096, -1, 100.332}},
+			{Scenario: "agent_errors", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.823, MeanTrials: [3]float64{28.134, -1, 94.284}},
+			{Scenario: "all", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.691, MeanTrials: [3]float64{35.262, -1, 108.036}},
 		}},
-		{Tasks: 10, Runs: 1000, AcceptWorse: 0.01, AcceptNull: 0.192, AcceptBetter: 0.847, MeetsBounds: true, MeanTrials: 58.81333333333333, Scenarios: []ScenarioRates{
-			{Scenario: "plain", AcceptWorse: 0.006, AcceptNull: 0.192, AcceptBetter: 0.902, MeanTrials: [3]float64{35.2, 79.38, 61.86}},
-			{Scenario: "difficulty", AcceptWorse: 0.004, AcceptNull: -1, AcceptBetter: 0.879, MeanTrials: [3]float64{39.72, -1, 71.42}},
-			{Scenario: "unusable", AcceptWorse: 0.008, AcceptNull: -1, AcceptBetter: 0.864, MeanTrials: [3]float64{40.6, -1, 70.3}},
-			{Scenario: "agent_errors", AcceptWorse: 0.006, AcceptNull: -1, AcceptBetter: 0.902, MeanTrials: [3]float64{35.2, -1, 61.86}},
-			{Scenario: "all", AcceptWorse: 0.01, AcceptNull: -1, AcceptBetter: 0.847, MeanTrials: [3]float64{47.16, -1, 83.64}},
+		{Tasks: 10, Runs: 1000, AcceptWorse: 0, AcceptNull: 0.093, AcceptBetter: 0.729, AcceptBetterPlain: 0.838, MeetsBounds: true, MeanTrials: 72.29333333333334, Scenarios: []ScenarioRates{
+			{Scenario: "plain", AcceptWorse: 0, AcceptNull: 0.093, AcceptBetter: 0.838, MeanTrials: [3]float64{31.02, 84.54, 101.32}},
+			{Scenario: "difficulty", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.816, MeanTrials: [3]float64{34.36, -1, 114.5}},
+			{Scenario: "unusable", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.742, MeanTrials: [3]float64{32.62, -1, 106.48}},
+			{Scenario: "agent_errors", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.838, MeanTrials: [3]float64{31.02, -1, 101.32}},
+			{Scenario: "all", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.729, MeanTrials: [3]float64{36.12, -1, 122.2}},
 		}},
-		{Tasks: 11, Runs: 1000, AcceptWorse: 0.009, AcceptNull: 0.209, AcceptBetter: 0.851, MeetsBounds: true, MeanTrials: 62.79533333333333, Scenarios: []ScenarioRates{
-			{Scenario: "plain", AcceptWorse: 0.006, AcceptNull: 0.209, AcceptBetter: 0.926, MeanTrials: [3]float64{36.74, 83.776, 67.87}},
-			{Scenario: "difficulty", AcceptWorse: 0.007, AcceptNull: -1, AcceptBetter: 0.895, MeanTrials: [3]float64{44.154, -1, 77.77}},
-			{Scenario: "unusable", AcceptWorse: 0.009, AcceptNull: -1, AcceptBetter: 0.886, MeanTrials: [3]float64{42.834, -1, 76.186}},
-			{Scenario: "agent_errors", AcceptWorse: 0.006, AcceptNull: -1, AcceptBetter: 0.926, MeanTrials: [3]float64{36.74, -1, 67.87}},
-			{Scenario: "all", AcceptWorse: 0.007, AcceptNull: -1, AcceptBetter: 0.851, MeanTrials: [3]float64{52.184, -1, 88.506}},
+		{Tasks: 11, Runs: 1000, AcceptWorse: 0, AcceptNull: 0.101, AcceptBetter: 0.748, AcceptBetterPlain: 0.884, MeetsBounds: false, MeanTrials: 80.22666666666667, Scenarios: []ScenarioRates{
+			{Scenario: "plain", AcceptWorse: 0, AcceptNull: 0.101, AcceptBetter: 0.884, MeanTrials: [3]float64{33.198, 96.338, 111.144}},
+			{Scenario: "difficulty", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.845, MeanTrials: [3]float64{38.544, -1, 124.652}},
+			{Scenario: "unusable", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.774, MeanTrials: [3]float64{34.1, -1, 116.116}},
+			{Scenario: "agent_errors", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.884, MeanTrials: [3]float64{33.198, -1, 111.144}},
+			{Scenario: "all", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.748, MeanTrials: [3]float64{40.26, -1, 131.736}},
 		}},
-		{Tasks: 12, Runs: 1000, AcceptWorse: 0.005, AcceptNull: 0.2, AcceptBetter: 0.849, MeetsBounds: true, MeanTrials: 67.992, Scenarios: []ScenarioRates{
-			{Scenario: "plain", AcceptWorse: 0.004, AcceptNull: 0.2, AcceptBetter: 0.935, MeanTrials: [3]float64{39.264, 93.36, 71.352}},
-			{Scenario: "difficulty", AcceptWorse: 0.004, AcceptNull: -1, AcceptBetter: 0.908, MeanTrials: [3]float64{46.152, -1, 83.736}},
-			{Scenario: "unusable", AcceptWorse: 0.004, AcceptNull: -1, AcceptBetter: 0.897, MeanTrials: [3]float64{45.744, -1, 80.184}},
-			{Scenario: "agent_errors", AcceptWorse: 0.004, AcceptNull: -1, AcceptBetter: 0.935, MeanTrials: [3]float64{39.264, -1, 71.352}},
-			{Scenario: "all", AcceptWorse: 0.005, AcceptNull: -1, AcceptBetter: 0.849, MeanTrials: [3]float64{53.688, -1, 93.504}},
+		{Tasks: 12, Runs: 1000, AcceptWorse: 0, AcceptNull: 0.095, AcceptBetter: 0.739, AcceptBetterPlain: 0.9, MeetsBounds: true, MeanTrials: 87.104, Scenarios: []ScenarioRates{
+			{Scenario: "plain", AcceptWorse: 0, AcceptNull: 0.095, AcceptBetter: 0.9, MeanTrials: [3]float64{36.312, 107.832, 117.168}},
+			{Scenario: "difficulty", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.848, MeanTrials: [3]float64{41.088, -1, 133.656}},
+			{Scenario: "unusable", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.78, MeanTrials: [3]float64{37.08, -1, 124.08}},
+			{Scenario: "agent_errors", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.9, MeanTrials: [3]float64{36.312, -1, 117.168}},
+			{Scenario: "all", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.739, MeanTrials: [3]float64{40.8, -1, 137.52}},
 		}},
-		{Tasks: 15, Runs: 1000, AcceptWorse: 0.006, AcceptNull: 0.221, AcceptBetter: 0.896, MeetsBounds: true, MeanTrials: 81.41000000000001, Scenarios: []ScenarioRates{
-			{Scenario: "plain", AcceptWorse: 0.006, AcceptNull: 0.221, AcceptBetter: 0.954, MeanTrials: [3]float64{47.46, 117.51, 79.26}},
-			{Scenario: "difficulty", AcceptWorse: 0.004, AcceptNull: -1, AcceptBetter: 0.939, MeanTrials: [3]float64{55.65, -1, 92.67}},
-			{Scenario: "unusable", AcceptWorse: 0.002, AcceptNull: -1, AcceptBetter: 0.917, MeanTrials: [3]float64{51.03, -1, 91.26}},
-			{Scenario: "agent_errors", AcceptWorse: 0.006, AcceptNull: -1, AcceptBetter: 0.954, MeanTrials: [3]float64{47.46, -1, 79.26}},
-			{Scenario: "all", AcceptWorse: 0.006, AcceptNull: -1, AcceptBetter: 0.896, MeanTrials: [3]float64{61.83, -1, 108.6}},
+		{Tasks: 15, Runs: 1000, AcceptWorse: 0, AcceptNull: 0.103, AcceptBetter: 0.816, AcceptBetterPlain: 0.934, MeetsBounds: false, MeanTrials: 103.04, Scenarios: []ScenarioRates{
+			{Scenario: "plain", AcceptWorse: 0, AcceptNull: 0.103, AcceptBetter: 0.934, MeanTrials: [3]float64{42.6, 133.62, 132.9}},
+			{Scenario: "difficulty", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.913, MeanTrials: [3]float64{48.57, -1, 157.74}},
+			{Scenario: "unusable", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.855, MeanTrials: [3]float64{44.07, -1, 146.34}},
+			{Scenario: "agent_errors", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.934, MeanTrials: [3]float64{42.6, -1, 132.9}},
+			{Scenario: "all", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.816, MeanTrials: [3]float64{52.5, -1, 166.92}},
 		}},
-		{Tasks: 20, Runs: 1000, AcceptWorse: 0.004, AcceptNull: 0.218, AcceptBetter: 0.932, MeetsBounds: true, MeanTrials: 104.02666666666669, Scenarios: []ScenarioRates{
-			{Scenario: "plain", AcceptWorse: 0.002, AcceptNull: 0.218, AcceptBetter: 0.975, MeanTrials: [3]float64{56.6, 162.36, 93.12}},
-			{Scenario: "difficulty", AcceptWorse: 0.003, AcceptNull: -1, AcceptBetter: 0.971, MeanTrials: [3]float64{65.28, -1, 110.36}},
-			{Scenario: "unusable", AcceptWorse: 0.003, AcceptNull: -1, AcceptBetter: 0.937, MeanTrials: [3]float64{60.88, -1, 107.6}},
-			{Scenario: "agent_errors", AcceptWorse: 0.002, AcceptNull: -1, AcceptBetter: 0.975, MeanTrials: [3]float64{56.6, -1, 93.12}},
-			{Scenario: "all", AcceptWorse: 0.004, AcceptNull: -1, AcceptBetter: 0.932, MeanTrials: [3]float64{73.16, -1, 131.84}},
+		{Tasks: 20, Runs: 1000, AcceptWorse: 0.001, AcceptNull: 0.092, AcceptBetter: 0.899, AcceptBetterPlain: 0.949, MeetsBounds: true, MeanTrials: 125.12, Scenarios: []ScenarioRates{
+			{Scenario: "plain", AcceptWorse: 0, AcceptNull: 0.092, AcceptBetter: 0.949, MeanTrials: [3]float64{51.04, 175.04, 149.28}},
+			{Scenario: "difficulty", AcceptWorse: 0.001, AcceptNull: -1, AcceptBetter: 0.938, MeanTrials: [3]float64{55.56, -1, 179.76}},
+			{Scenario: "unusable", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.917, MeanTrials: [3]float64{55, -1, 176.68}},
+			{Scenario: "agent_errors", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.949, MeanTrials: [3]float64{51.04, -1, 149.28}},
+			{Scenario: "all", AcceptWorse: 0, AcceptNull: -1, AcceptBetter: 0.899, MeanTrials: [3]float64{63.4, -1, 210.6}},
 		}},
 	}
 }

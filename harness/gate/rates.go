@@ -6,10 +6,13 @@ import (
 )
 
 // The error bounds the default configuration is tuned to hold at its
-// validation size, in every scenario of Scenarios: a worse edit accepted at
-// most MaxAcceptWorse of the time, a better edit at least MinAcceptBetter.
+// validation size: a worse edit accepted at most MaxAcceptWorse of the
+// time in every scenario of Scenarios, an edit that changes nothing at
+// most MaxAcceptNull (it compounds over a run's decisions), and a better
+// edit at least MinAcceptBetter of the time in the plain scenario.
 const (
 	MaxAcceptWorse  = 0.05
+	MaxAcceptNull   = 0.10
 	MinAcceptBetter = 0.80
 )
 
@@ -88,12 +91,14 @@ type ErrorRates struct {
 	Tasks int `json:"tasks"`
 	// AcceptWorse is the highest acceptance of a worse edit over the
 	// scenarios, AcceptBetter the lowest of a better edit; AcceptNull is the
-	// plain scenario's acceptance of a null edit.
-	AcceptWorse  float64 `json:"accept_worse"`
-	AcceptNull   float64 `json:"accept_null"`
-	AcceptBetter float64 `json:"accept_better"`
-	// MeetsBounds reports AcceptWorse <= MaxAcceptWorse and AcceptBetter >=
-	// MinAcceptBetter.
+	// plain scenario's acceptance of a null edit, AcceptBetterPlain its
+	// acceptance of a better one.
+	AcceptWorse       float64 `json:"accept_worse"`
+	AcceptNull        float64 `json:"accept_null"`
+	AcceptBetter      float64 `json:"accept_better"`
+	AcceptBetterPlain float64 `json:"accept_better_plain"`
+	// MeetsBounds reports AcceptWorse <= MaxAcceptWorse, AcceptNull <=
+	// MaxAcceptNull and AcceptBetterPlain >= MinAcceptBetter.
 	MeetsBounds bool `json:"meets_bounds"`
 	// MeanTrials is the expected number of trials per decision, both arms:
 	// the mean over the worse, null and better edits of the plain scenario.
@@ -180,11 +185,11 @@ func (r *ErrorRates) summarize() {
 			r.AcceptBetter = math.Min(r.AcceptBetter, s.AcceptBetter)
 		}
 		if s.Scenario == "plain" {
-			r.AcceptNull = s.AcceptNull
+			r.AcceptNull, r.AcceptBetterPlain = s.AcceptNull, s.AcceptBetter
 			r.MeanTrials = (s.MeanTrials[0] + s.MeanTrials[1] + s.MeanTrials[2]) / 3
 		}
 	}
-	r.MeetsBounds = r.AcceptWorse <= MaxAcceptWorse && r.AcceptBetter >= MinAcceptBetter
+	r.MeetsBounds = r.AcceptWorse <= MaxAcceptWorse && r.AcceptNull <= MaxAcceptNull && r.AcceptBetterPlain >= MinAcceptBetter
 }
 
 // ExpectedTrials is the expected number of validation trials (both arms)
@@ -227,4 +232,15 @@ func (c Config) same(o Config) bool {
 	c.Seed, o.Seed = 0, 0
 	c.Tasks, o.Tasks = 0, 0
 	return c == o
+}
+
+// NullAdoptionPerRun is the chance that a run adopts at least one edit
+// that changes nothing over decisions independent gate decisions, each
+// adopting one with probability perDecision: 1 - (1 - perDecision)^n.
+// Small per-decision rates compound: 10% over 10 decisions is 65%.
+func NullAdoptionPerRun(perDecision float64, decisions int) float64 {
+	if decisions <= 0 {
+		return 0
+	}
+	return 1 - math.Pow(1-perDecision, float64(decisions))
 }

@@ -478,7 +478,7 @@ func bern(rng *rand.Rand, p float64) float64 {
 // power statement gives and reports how often the difference is detected:
 // about 0.80 when the statement is right.
 func BenchmarkPowerAtMDD(b *testing.B) {
-	for _, w := range []powerWorld{{10, 3}, {20, 3}, {10, 10}} {
+	for _, w := range []powerWorld{{20, 3}, {30, 3}, {10, 10}} {
 		b.Run(fmt.Sprintf("%dx%d", w.tasks, w.trials), func(b *testing.B) {
 			// The components depend a little on the effect (through the
 			// Bernoulli variance): two rounds settle it.

@@ -278,15 +278,26 @@ func TestMinDetectableDiffOfTheSignFlipTest(t *testing.T) {
 		t.Fatal(err)
 	}
 	// At the MDD the real test (SignFlipP, not the simulation's own
-	// p-value) rejects about 80% of normal differences with that spread.
+	// p-value) rejects about 80% of comparisons drawn apart from the
+	// simulation: rates 0.5 -/+ half the task's difference, three coin
+	// flips per arm (Trial 0.5 is two arms at one half).
 	rng := rand.New(rand.NewPCG(3, 4))
-	sd := math.Sqrt(v.Task + v.Trial/3)
 	const reps = 3000
 	hits := 0
 	x := make([]float64, d.Tasks)
 	for range reps {
 		for i := range x {
-			x[i] = mdd + sd*rng.NormFloat64()
+			delta := mdd + math.Sqrt(v.Task)*rng.NormFloat64()
+			var sum float64
+			for range 3 {
+				if rng.Float64() < 0.5+delta/2 {
+					sum++
+				}
+				if rng.Float64() < 0.5-delta/2 {
+					sum--
+				}
+			}
+			x[i] = sum / 3
 		}
 		if p, _ := SignFlipP(x, 0, 0); p <= PowerAlpha {
 			hits++
@@ -299,10 +310,11 @@ func TestMinDetectableDiffOfTheSignFlipTest(t *testing.T) {
 	if tp, _ := TPower(d, v, mdd); tp < PowerTarget {
 		t.Errorf("t power %v at the sign-flip MDD %v: the t test should see at least as much", tp, mdd)
 	}
-	// With many tasks the sign-flip test is the z test: (1.96 + 0.8416) · SE.
-	big := Design{Tasks: 2000, Trials: 3, Seeds: 1}
-	z := (1.959964 + 0.841621) * math.Sqrt(0.5/6000)
-	if m, _ := MinDetectableDiff(big, Variance{Trial: 0.5}); !within(m, z, 0.05*z) {
+	// With many tasks the sign-flip test is the z test: (1.96 + 0.8416) · SE
+	// (graded rewards: the normal model).
+	big := Design{Tasks: 1000, Trials: 3, Seeds: 1}
+	z := (1.959964 + 0.841621) * math.Sqrt(0.6/3000)
+	if m, _ := MinDetectableDiff(big, Variance{Trial: 0.6}); !within(m, z, 0.05*z) {
 		t.Errorf("MDD at 2000 tasks = %v, want about the normal one %v", m, z)
 	}
 	for _, bigger := range []Design{{20, 3, 1}, {10, 10, 1}} {

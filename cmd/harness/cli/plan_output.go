@@ -64,8 +64,7 @@ func writePlanText(w io.Writer, p *harness.Plan) error {
 	}
 	field(&b, "Trials", trials)
 	if pw := p.Power; pw != nil {
-		field(&b, "Detectable", fmt.Sprintf("differences of %.2f or more from the baseline (80%% power, 5%% level; %s estimate over %d tasks x %d trials x %d %s; effect of interest %.2f)",
-			pw.MinDetectable, pw.Estimand, pw.Tasks, pw.TrialsPerTask, pw.Seeds, plural(pw.Seeds, "seed", "seeds"), pw.EffectOfInterest))
+		field(&b, "Detectable", detectableText(pw))
 	}
 
 	b.WriteString("\nModels:\n")
@@ -175,4 +174,17 @@ func humanTokens(n int64) string {
 		return fmt.Sprintf("%dk", n/1000)
 	}
 	return fmt.Sprint(n)
+}
+
+// detectableText states the plan's power: the smallest detectable
+// difference, or why there is none, and the power at the effect of
+// interest.
+func detectableText(pw *harness.PowerStatement) string {
+	design := fmt.Sprintf("%s test, %s estimate over %d tasks x %d trials x %d %s", pw.Test, pw.Estimand, pw.Tasks, pw.TrialsPerTask,
+		pw.Seeds, plural(pw.Seeds, "seed", "seeds"))
+	if pw.MinDetectable == nil {
+		return fmt.Sprintf("no difference (%s; %s)", pw.Note, design)
+	}
+	return fmt.Sprintf("differences of %.2f or more from the baseline (80%% power, 5%% level; %s; effect of interest %.2f, detected %.0f%% of the time)",
+		*pw.MinDetectable, design, pw.EffectOfInterest, 100*pw.PowerAtEffect)
 }

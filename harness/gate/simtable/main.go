@@ -56,6 +56,7 @@ func variants() []variant {
 		{"posterior 0.8, k=2, early stop, extend to 6", posterior(0.8, 2, 6, true)},
 		{"posterior 0.75, k=1, early stop, extend to 6", posterior(0.75, 1, 6, true)},
 		{"posterior 0.8, k=1, early stop, extend to 6", posterior(0.8, 1, 6, true)},
+		{"posterior 0.8, k=1, early stop, extend to 8 (former default)", posterior(0.8, 1, 8, true)},
 		{"**default** (" + describe(gate.DefaultConfig()) + ")", gate.DefaultConfig()},
 	}
 }
@@ -81,6 +82,7 @@ func scenarioVariants() []struct {
 	}{
 		{byLabel("posterior 0.8, k=1, early stop, extend to 6"), []int{10, 12}},
 		{byLabel("posterior 0.75, k=1"), []int{10}},
+		{byLabel("posterior 0.8, k=1, early stop, extend to 8"), []int{10}},
 		{byLabel("**default**"), []int{5, 8, 10, 12}},
 	}
 }
@@ -202,8 +204,8 @@ func writeGoTable(path string, runs int, seed uint64) error {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "simtable: %d tasks done\n", n)
-		fmt.Fprintf(&b, "\t\t{Tasks: %d, Runs: %d, AcceptWorse: %s, AcceptNull: %s, AcceptBetter: %s, MeetsBounds: %t, MeanTrials: %s, Scenarios: []ScenarioRates{\n",
-			n, r.Runs, num(r.AcceptWorse), num(r.AcceptNull), num(r.AcceptBetter), r.MeetsBounds, num(r.MeanTrials))
+		fmt.Fprintf(&b, "\t\t{Tasks: %d, Runs: %d, AcceptWorse: %s, AcceptNull: %s, AcceptBetter: %s, AcceptBetterPlain: %s, MeetsBounds: %t, MeanTrials: %s, Scenarios: []ScenarioRates{\n",
+			n, r.Runs, num(r.AcceptWorse), num(r.AcceptNull), num(r.AcceptBetter), num(r.AcceptBetterPlain), r.MeetsBounds, num(r.MeanTrials))
 		for _, s := range r.Scenarios {
 			fmt.Fprintf(&b, "\t\t\t{Scenario: %q, AcceptWorse: %s, AcceptNull: %s, AcceptBetter: %s, MeanTrials: [3]float64{%s, %s, %s}},\n",
 				s.Scenario, num(s.AcceptWorse), num(s.AcceptNull), num(s.AcceptBetter), num(s.MeanTrials[0]), num(s.MeanTrials[1]), num(s.MeanTrials[2]))
