@@ -15,12 +15,7 @@ import (
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/internal/durable"
-	"github.com/mediated-coevo/harness/llm"
 )
-
-// ErrBudgetExhausted is the budget ledger's sentinel: an agent error wrapping
-// it ends the trial as budget_exhausted.
-var ErrBudgetExhausted = llm.ErrBudgetExhausted
 
 const (
 	// defaultExcerpt caps AgentOutput and VerifierOutput in a trace.
@@ -111,8 +106,8 @@ func firstPositive(ds ...time.Duration) time.Duration {
 //
 // Statuses: a failed build or start is env_failure. An agent that runs out
 // of time is agent_timeout, and the verifier still scores what it left. An
-// agent error is agent_error (budget_exhausted when it wraps
-// ErrBudgetExhausted): the verifier still runs and its rewards and tests are
+// agent error is agent_error (budget_exhausted when IsBudgetExhausted):
+// the verifier still runs and its rewards and tests are
 // recorded, but the trace carries no Reward, as the agent did not finish its
 // work; ModelFailure is set when the error came from the model API (a call
 // that failed after its retries) rather than from the agent itself. Otherwise the verifier decides: scored with a reward, or
@@ -258,7 +253,7 @@ func (r *Runner) runAgent(ctx context.Context, tr *Trace, spec TrialSpec, sb San
 		return ""
 	case ctx.Err() != nil:
 		return "" // cancellation is reported by the caller
-	case errors.Is(err, ErrBudgetExhausted):
+	case IsBudgetExhausted(err):
 		addError(tr, fmt.Errorf("agent: %w", err))
 		SetCause(tr, CauseBudget, err)
 		return StatusBudgetExhausted
@@ -270,7 +265,7 @@ func (r *Runner) runAgent(ctx context.Context, tr *Trace, spec TrialSpec, sb San
 	default:
 		addError(tr, fmt.Errorf("agent: %w", err))
 		SetCause(tr, AgentCause(err), err)
-		tr.ModelFailure = errors.Is(err, llm.ErrModelCall)
+		tr.ModelFailure = IsModelFailure(err)
 		return StatusAgentError
 	}
 }

@@ -168,7 +168,7 @@ func TestCallLogNeverHoldsAnAPIKey(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer calls.Close()
-			clients, err := NewClients(cfg, llm.NewLedger(llm.Limits{}), 1, llm.NewProvider, calls, nil)
+			clients, err := NewClients(cfg, llm.NewLedger(llm.Limits{}), 1, newProvider, calls, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -74,7 +74,7 @@ func testMatrix(t *testing.T, cfg *config.Config, o PlanOptions, force bool) (*e
 		tasks = append(tasks, &benchmarks.Task{ID: id, Instruction: "Solve " + id + "."})
 	}
 	ft := &fakeTrials{reward: map[string]float64{}, status: map[string]executor.Status{}}
-	ex := &execution{opts: ExecOptions{Plan: p, ForceResume: force, Providers: llm.NewProvider}, cfg: cfg, tasks: tasks, trials: ft,
+	ex := &execution{opts: ExecOptions{Plan: p, ForceResume: force, Providers: newProvider}, cfg: cfg, tasks: tasks, trials: ft,
 		ledger: llm.NewLedger(llm.Limits{})}
 	return ex, ft
 }

@@ -1,7 +1,9 @@
 // Package llm is how every agent of the lab talks to a model: the message and
-// tool types, the providers (an OpenAI-compatible endpoint, and an offline
-// provider that needs no network), the budget ledger every call is charged
-// to, and the tool-calling loop all agents share.
+// tool types, the Provider interface and the offline provider that needs no
+// network, the budget ledger every call is charged to, and the tool-calling
+// loop all agents share. The provider for an OpenAI-compatible endpoint is in
+// llm/openaiapi, apart, so that only the program that chooses it carries its
+// SDK.
 package llm
 
 import (

@@ -162,7 +162,7 @@ func (a *Agent) client(role conditions.Role) (*llm.Client, error) {
 }
 
 // Run works on the task in in.Sandbox until the agent submits, reaches its
-// call cap, or fails. An error wrapping ErrBudgetExhausted means the budget
+// call cap, or fails. An error wrapping llm.ErrBudgetExhausted means the budget
 // stopped it; any other error (a model that keeps failing, a transcript
 // that cannot be written) is an agent error. The result is filled in on
 // every path, with the usage spent so far.

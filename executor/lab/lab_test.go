@@ -406,7 +406,7 @@ func TestLabBudgetErrorPropagates(t *testing.T) {
 			ledger := llm.NewLedger(llm.Limits{MaxTokens: tc.limit})
 			in := labInput(t, newLabFakeSandbox(nil), "Do it.")
 			res, err := NewAgent(labTestLab(tc.mode), labClients(p, ledger)).Run(context.Background(), in)
-			if !errors.Is(err, executor.ErrBudgetExhausted) || !errors.Is(err, llm.ErrBudgetExhausted) {
+			if !executor.IsBudgetExhausted(err) || !errors.Is(err, llm.ErrBudgetExhausted) {
 				t.Fatalf("err = %v, want one wrapping the budget sentinel", err)
 			}
 			n := len(p.all())
@@ -451,7 +451,7 @@ func TestLabModelErrorIsAgentError(t *testing.T) {
 			p := newLabProvider(tc.script)
 			in := labInput(t, newLabFakeSandbox(nil), "Do it.")
 			_, err := NewAgent(labTestLab(tc.mode), labClients(p, nil)).Run(context.Background(), in)
-			if !errors.Is(err, boom) || errors.Is(err, executor.ErrBudgetExhausted) || errors.Is(err, context.Canceled) {
+			if !errors.Is(err, boom) || executor.IsBudgetExhausted(err) || errors.Is(err, context.Canceled) {
 				t.Fatalf("err = %v, want the model failure itself", err)
 			}
 			if n := len(p.all()); n != tc.wantCalls {

@@ -32,7 +32,7 @@ func TestCheck(t *testing.T) {
 		"executor":        {},
 		"cmd/harness":     {"*"},
 	}
-	isolated := map[string][]string{"harness/inspect": {"github.com/docker/docker"}}
+	isolated := map[string][]string{"harness/inspect": {"github.com/docker/docker"}, "executor": {"llm"}}
 	tests := []struct {
 		name string
 		pkg  Package
@@ -51,6 +51,10 @@ func TestCheck(t *testing.T) {
 		{"forbidden: a reader that pulls in the engine client", Package{Path: "harness/inspect", Imports: []string{"harness/rundir"},
 			Deps: []string{"harness/rundir", "github.com/docker/docker/client"}},
 			[]string{"harness/inspect depends on github.com/docker/docker (through its imports), which it must not"}},
+		{"forbidden: the trial contract that pulls in the model transport", Package{Path: "executor",
+			Deps: []string{"config", "llm", "github.com/openai/openai-go/v3"}},
+			[]string{"executor depends on llm (through its imports), which it must not"}},
+		{"allowed: a package whose name only starts like a banned one", Package{Path: "executor", Deps: []string{"llmx"}}, nil},
 		{"forbidden: a package nobody placed", Package{Path: "helpers", Imports: nil},
 			[]string{"helpers is not in the import rules: decide which packages it may import and add it"}},
 	}

@@ -1,4 +1,4 @@
-package llm_test
+package openaiapi_test
 
 import (
 	"context"
@@ -20,7 +20,7 @@ func TestAnswerWithoutUsageIsEstimated(t *testing.T) {
 	in, out := 1000.0, 4000.0
 	m.PriceInputPerMTok, m.PriceOutputPerMTok = &in, &out
 	ledger := llm.NewLedger(llm.Limits{})
-	c := &llm.Client{Provider: newOpenAI(t, m, nil), Ledger: ledger, Role: "planner"}
+	c := &llm.Client{Provider: newProvider(t, m, nil), Ledger: ledger, Role: "planner"}
 	prompt := strings.Repeat("p", 800)
 	resp, err := c.Complete(context.Background(), llm.Request{Caller: "planner", Messages: []llm.Message{{Role: llm.RoleUser, Content: prompt}}})
 	if err != nil {
@@ -43,7 +43,7 @@ func TestAnswerWithoutUsageIsEstimated(t *testing.T) {
 func TestReportedUsageIsNotEstimated(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	srv.Push(llmtest.Text("ok").WithUsage(10, 5))
-	c := &llm.Client{Provider: newOpenAI(t, testModel(srv.URL()), nil), Ledger: llm.NewLedger(llm.Limits{}), Role: "planner"}
+	c := &llm.Client{Provider: newProvider(t, testModel(srv.URL()), nil), Ledger: llm.NewLedger(llm.Limits{}), Role: "planner"}
 	resp, err := c.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +81,7 @@ func TestFailedAttemptsAreChargedWhatWasSent(t *testing.T) {
 			srv := llmtest.NewServer(t)
 			srv.Push(tt.replies...)
 			ledger := llm.NewLedger(llm.Limits{ChargeSent: tt.chargeSent})
-			c := &llm.Client{Provider: newOpenAI(t, testModel(srv.URL()), &sleepLog{}), Ledger: ledger.Child("row"), Role: "planner"}
+			c := &llm.Client{Provider: newProvider(t, testModel(srv.URL()), &sleepLog{}), Ledger: ledger.Child("row"), Role: "planner"}
 			_, err := c.Complete(context.Background(), llm.Request{Caller: "planner/t1", Messages: []llm.Message{{Role: llm.RoleUser, Content: prompt}}})
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
