@@ -3,6 +3,7 @@ package openaiapi_test
 import (
 	"context"
 	"math"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -71,6 +72,13 @@ func TestFailedAttemptsAreChargedWhatWasSent(t *testing.T) {
 			llm.Usage{Calls: 1, Failures: 1, Retries: 2}},
 		{"401 charged as sent", []llmtest.Reply{llmtest.Status(401, "invalid api key")}, true, true,
 			llm.Usage{InputTokens: 100, EstimatedTokens: 100, Calls: 1, Failures: 1}},
+		{"connection reset after the request was read, charged as sent",
+			[]llmtest.Reply{llmtest.ConnectionReset(), llmtest.ConnectionReset(), llmtest.ConnectionReset()}, true, true,
+			llm.Usage{InputTokens: 300, EstimatedTokens: 300, Calls: 1, Failures: 1, Retries: 2}},
+		{"connection reset then answered", []llmtest.Reply{llmtest.ConnectionReset(), llmtest.Text("ok").WithUsage(10, 5)}, true, false,
+			llm.Usage{InputTokens: 110, OutputTokens: 5, EstimatedTokens: 100, Calls: 1, Retries: 1}},
+		{"connection reset, reported only", []llmtest.Reply{llmtest.ConnectionReset(), llmtest.Text("ok").WithUsage(10, 5)}, false, false,
+			llm.Usage{InputTokens: 10, OutputTokens: 5, Calls: 1, Retries: 1}},
 		{"malformed then answered", []llmtest.Reply{llmtest.Malformed(), llmtest.Text("ok").WithUsage(10, 5)}, true, false,
 			llm.Usage{InputTokens: 110, OutputTokens: 5, EstimatedTokens: 100, Calls: 1, Retries: 1}},
 		{"malformed then answered, reported only", []llmtest.Reply{llmtest.Malformed(), llmtest.Text("ok").WithUsage(10, 5)}, false, false,
@@ -92,5 +100,24 @@ func TestFailedAttemptsAreChargedWhatWasSent(t *testing.T) {
 				t.Errorf("charged %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// A connection that never carried the request (nothing listens) is
+// retried and counted, but charged no tokens even under ChargeSent: the
+// endpoint consumed nothing.
+func TestRefusedConnectionIsChargedNothing(t *testing.T) {
+	dead := httptest.NewServer(nil)
+	url := dead.URL + "/v1"
+	dead.Close()
+	ledger := llm.NewLedger(llm.Limits{ChargeSent: true})
+	c := &llm.Client{Provider: newProvider(t, testModel(url), &sleepLog{}), Ledger: ledger, Role: "planner"}
+	_, err := c.Complete(context.Background(), llm.Request{Caller: "planner", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hello"}}})
+	if err == nil || !strings.Contains(err.Error(), "connection") {
+		t.Fatalf("err = %v, want a connection failure", err)
+	}
+	want := llm.Usage{Calls: 1, Failures: 1, Retries: 2}
+	if got := ledger.Total(); got != want {
+		t.Errorf("charged %+v, want %+v", got, want)
 	}
 }

@@ -14,8 +14,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -156,7 +158,8 @@ func (e *transientError) Unwrap() error { return e.err }
 // to the model's max_retries. Usage is that of the successful attempt, plus
 // whatever the endpoint reported for failed ones; an answer without usage is
 // estimated from its text (a quarter of its characters) and says so in EstimatedTokens.
-// Attempts the endpoint received but reported nothing for are estimated in
+// Attempts the endpoint received but reported nothing for, a connection
+// lost after the whole request was written among them, are estimated in
 // Unreported (their input only). A failed call's Response carries Attempts,
 // how many were made, and those two usages.
 func (o *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
@@ -242,8 +245,9 @@ func (o *Provider) delay(n int, retryAfter time.Duration) time.Duration {
 }
 
 // attempt makes one HTTP attempt. On failure, sent says whether the endpoint
-// received the request (it answered, or the attempt timed out waiting), and
-// the Response holds any usage it reported all the same.
+// received the request (it answered, the attempt timed out waiting, or the
+// connection failed after the whole request was written), and the Response
+// holds any usage it reported all the same.
 func (o *Provider) attempt(ctx context.Context, params openai.ChatCompletionNewParams, req llm.Request) (resp llm.Response, sent bool, err error) {
 	// The middleware sees the raw HTTP answer, so the status, Retry-After and
 	// error text are known even when the body is not the JSON the SDK expects.
@@ -262,7 +266,8 @@ func (o *Provider) attempt(ctx context.Context, params openai.ChatCompletionNewP
 		}
 		return res, err
 	}
-	comp, err := o.svc.New(ctx, params, option.WithMiddleware(watch), option.WithRequestTimeout(o.timeout))
+	var wrote atomic.Bool
+	comp, err := o.svc.New(traceWrite(ctx, &wrote), params, option.WithMiddleware(watch), option.WithRequestTimeout(o.timeout))
 	if err != nil {
 		if ctx.Err() != nil {
 			return llm.Response{}, status > 0, ctx.Err()
@@ -279,7 +284,9 @@ func (o *Provider) attempt(ctx context.Context, params openai.ChatCompletionNewP
 			// a malformed answer.
 			return llm.Response{}, true, &transientError{err: fmt.Errorf("attempt timed out after %s", o.timeout)}
 		case status == 0:
-			return llm.Response{}, false, &transientError{err: fmt.Errorf("connection: %w", err)}
+			// A connection lost after the request went out (a reset, a
+			// proxy that gave up) may have had its prompt read and spent.
+			return llm.Response{}, wrote.Load(), &transientError{err: fmt.Errorf("connection: %w", err)}
 		default:
 			return llm.Response{}, true, &transientError{err: fmt.Errorf("malformed response body (HTTP %d): %w", status, err)}
 		}
@@ -294,6 +301,19 @@ func (o *Provider) attempt(ctx context.Context, params openai.ChatCompletionNewP
 		return llm.Response{Usage: u}, true, &transientError{err: errors.New("malformed response: no choices")}
 	}
 	return o.response(comp, req), true, nil
+}
+
+// traceWrite returns ctx with a trace that sets wrote once the whole request
+// has been written to the connection. The transport reports the write
+// before it returns a failed round trip, so wrote is settled by then.
+func traceWrite(ctx context.Context, wrote *atomic.Bool) context.Context {
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				wrote.Store(true)
+			}
+		},
+	})
 }
 
 // reportsUsage reports whether the endpoint said what the answer used:
