@@ -26,7 +26,9 @@ type AgentInput struct {
 	JobDir string
 	// Seed is the trial's seed, derived from the run seed and the trial id.
 	Seed int64
-	// Caller is the ledger path prefix for this agent, e.g. "executor/student-1".
+	// Caller is the ledger path of this agent's work (rundir.ExecutorCaller,
+	// rundir.ValidationCaller); an agent of several loops appends each
+	// loop's agent kind as one more segment.
 	Caller string
 	// Iteration is the run's iteration of this trial (0 when unknown); the
 	// offline provider varies its answers with it.

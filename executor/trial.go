@@ -14,6 +14,7 @@ import (
 
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/internal/durable"
 )
 
@@ -240,7 +241,7 @@ func (r *Runner) runAgent(ctx context.Context, tr *Trace, spec TrialSpec, sb San
 	})
 	tr.Timings.Agent = time.Since(t0)
 	if spec.JobDir != "" && res.Output != "" {
-		if werr := durable.WriteFile(filepath.Join(spec.JobDir, "agent", "output.txt"), []byte(res.Output), 0o644); werr != nil {
+		if werr := durable.WriteFile(filepath.Join(spec.JobDir, rundir.AgentOutputFile), []byte(res.Output), 0o644); werr != nil {
 			addError(tr, werr)
 		}
 	}
@@ -373,7 +374,7 @@ func (r *Runner) finish(tr *Trace, start time.Time, queued time.Duration) {
 	if tr.JobDir == "" {
 		return
 	}
-	if err := durable.WriteJSON(filepath.Join(tr.JobDir, "trace.json"), tr); err != nil {
+	if err := durable.WriteJSON(filepath.Join(tr.JobDir, rundir.TraceFile), tr); err != nil {
 		addError(tr, err)
 	}
 }

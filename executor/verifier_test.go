@@ -223,12 +223,12 @@ func TestStreamsRecordProducedAndKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Stream{{"solve_stdout", 1 << 30, 4}, {"solve_stderr", 7, 1}}
+	want := []Stream{{Name: "solve_stdout", Produced: 1 << 30, Kept: 4}, {Name: "solve_stderr", Produced: 7, Kept: 1}}
 	if !slices.Equal(res.Streams, want) {
 		t.Errorf("oracle streams %+v, want %+v", res.Streams, want)
 	}
 	v := RunVerifier(context.Background(), &floodSandbox{}, task, VerifyOptions{Timeout: time.Minute, LogDir: filepath.Join(t.TempDir(), "v")})
-	if v.Stream != (Stream{"verifier", 1<<30 + 7, 5}) {
+	if v.Stream != (Stream{Name: "verifier", Produced: 1<<30 + 7, Kept: 5}) {
 		t.Errorf("verifier stream %+v", v.Stream)
 	}
 }

@@ -126,7 +126,8 @@ func TestCallScope(t *testing.T) {
 		{"coevo/reflector/planner/i0004", "", 4},
 		{"coevo/validation/vb001-candidate-csv-parser-k2/code", "csv-parser", 0},
 		{"coevo/advisor/b001", "", 0},
-		{"eval/e0030-k01-csv-parser/code", "csv-parser", 0},
+		{"executor/student-2/e0030-k01-csv-parser/code", "csv-parser", 0},
+		{"tasks-try/coordinator", "", 0},
 		{"planner/e0000-k02-log-analysis", "log-analysis", 0},
 		{"planner", "", 0},
 	}

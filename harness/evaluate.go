@@ -127,7 +127,7 @@ func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Tas
 	plan := ""
 	if r.AgentKind == AgentLab {
 		allowed := r.visible(conditions.ConsumerPlannerPlan)
-		p, fellBack, err := r.plannerFor("planner/"+trialID).Plan(ctx, mediator.PlanInput{TaskID: task.ID, Iteration: cp.iteration,
+		p, fellBack, err := r.plannerFor(rundir.PlannerCaller(trialID)).Plan(ctx, mediator.PlanInput{TaskID: task.ID, Iteration: cp.iteration,
 			Instruction:   shown(allowed, conditions.EvidenceInstruction, task.Instruction),
 			ExecutorSkill: shown(allowed, conditions.EvidenceExecutorSkill, cp.text[conditions.RoleExecutor]),
 			PlannerSkill:  shown(allowed, conditions.EvidencePlannerSkill, cp.text[conditions.RolePlanner])})
@@ -135,7 +135,7 @@ func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Tas
 			if r.fatal(ctx, err) {
 				return row, fmt.Errorf("plan evaluation trial %s: %w", trialID, err)
 			}
-			row.Status = string(executor.StatusAgentError)
+			row.Status = executor.StatusAgentError
 			return r.finishRow(row, tap.Take()), nil
 		}
 		if fellBack {
@@ -150,7 +150,7 @@ func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Tas
 	trace := r.Trials.Run(ctx, executor.TrialSpec{Task: task, Agent: r.NewAgent(student), Plan: plan,
 		ExecutorSkill: cp.text[conditions.RoleExecutor], JobDir: jobDir, RunID: r.labelRun(), Row: r.Spec.Name,
 		Iteration: cp.iteration, TrialID: trialID, Seed: trialSeed(r.Spec.Seed, trialID),
-		Caller: string(conditions.RoleExecutor) + "/" + student + "/" + trialID})
+		Caller: rundir.ExecutorCaller(student, trialID).String()})
 	if err := ctx.Err(); err != nil {
 		return row, err
 	}
@@ -158,7 +158,7 @@ func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Tas
 		return row, fmt.Errorf("evaluation trial %s: %w", trialID, llm.ErrBudgetExhausted)
 	}
 	fillTraceColumns(&row, trace)
-	if err := durable.WriteJSON(filepath.Join(jobDir, "trace.json"), trace); err != nil {
+	if err := durable.WriteJSON(filepath.Join(jobDir, rundir.TraceFile), trace); err != nil {
 		return row, err
 	}
 	r.emit(Event{Kind: EventEvaluationTrialDone, Iteration: cp.iteration, Task: task.ID, Status: string(trace.Status), Reward: trace.Reward})

@@ -164,7 +164,7 @@ func (r *Run) reviewBatch(ctx context.Context, it int) (_ []rundir.SkillUpdate, 
 // returns no draft.
 func (r *Run) draftCandidate(ctx context.Context, it int, batchID string, batch []mediator.Proposal, current *skills.Skill) (draft, advice string, err error) {
 	adv := *r.advisor
-	adv.Caller = "coevo/advisor/" + batchID
+	adv.Caller = rundir.AdvisorCaller(batchID).String()
 	review, err := adv.Review(ctx, batchID, string(current.Content), r.proposalsFor(conditions.ConsumerAdvisor, batch))
 	if err != nil {
 		if r.fatal(ctx, err) {
@@ -179,7 +179,7 @@ func (r *Run) draftCandidate(ctx context.Context, it int, batchID string, batch 
 	}
 	advice = review.Feedback
 	pl := *r.planner
-	pl.Caller = "coevo/draft/" + batchID
+	pl.Caller = rundir.DraftCaller(batchID).String()
 	draft, fellBack, err := pl.Draft(ctx, string(current.Content), r.proposalsFor(conditions.ConsumerPlannerDraft, batch), advice)
 	if err != nil {
 		if r.fatal(ctx, err) {
@@ -385,14 +385,14 @@ func (r *Run) validate(ctx context.Context, batchID string, batch []mediator.Pro
 					skill = candidate
 				}
 				arm := string(req.Arm)
-				trialID := fmt.Sprintf("v%s-%s-%s-k%d", batchID, arm, req.Task, req.Index)
+				trialID := rundir.ValidationTrialID(batchID, arm, req.Task, req.Index)
 				// Paired seeds: both arms of one (task, index) share the seed.
 				seed := trialSeed(r.Spec.Seed, fmt.Sprintf("%s/%s/%d", batchID, req.Task, req.Index))
 				tr := r.Trials.Run(ctx, executor.TrialSpec{
 					Task: byID[req.Task], Agent: r.NewAgent("validator"), ExecutorSkill: skill,
 					JobDir: filepath.Join(dir, rundir.ValidationTrialDir(arm, req.Task, req.Index)),
 					RunID:  r.labelRun(), Row: r.Spec.Name, TrialID: trialID, Seed: seed,
-					Caller: "coevo/validation/" + trialID,
+					Caller: rundir.ValidationCaller(trialID).String(),
 				})
 				r.emit(Event{Kind: EventValidationTrialDone, Task: req.Task, Status: string(tr.Status), Reward: tr.Reward,
 					Message: "batch " + batchID + ", " + arm})
@@ -509,7 +509,7 @@ func (r *Run) reflect(ctx context.Context, it int, role conditions.Role) ([]rund
 		return nil, err
 	}
 	rf := *r.reflector
-	rf.Caller = fmt.Sprintf("coevo/reflector/%s/i%04d", role, it)
+	rf.Caller = rundir.ReflectorCaller(role, it).String()
 	out, err := rf.Reflect(ctx, role, string(current.Content), pairs)
 	if err != nil {
 		if r.fatal(ctx, err) {

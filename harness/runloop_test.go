@@ -332,13 +332,13 @@ func TestBudgetStopRerunsTheIterationOnResume(t *testing.T) {
 func TestPlannerFailureDropsPendingEntries(t *testing.T) {
 	tests := []struct {
 		err    error
-		status string
+		status rundir.TrialStatus
 	}{
-		{errors.New("HTTP 500 after 4 attempts"), string(executor.StatusAgentError)},
-		{errSimulatedBudget, string(executor.StatusBudgetExhausted)},
+		{errors.New("HTTP 500 after 4 attempts"), executor.StatusAgentError},
+		{errSimulatedBudget, executor.StatusBudgetExhausted},
 	}
 	for _, tt := range tests {
-		t.Run(tt.status, func(t *testing.T) {
+		t.Run(string(tt.status), func(t *testing.T) {
 			tr := newTestRun(t, conditions.LearnedMediator, conditions.PolicyNone, []string{"a", "b"}, 3, nil)
 			tr.failCalls(func(req llm.Request) error {
 				if req.Kind == mediator.KindPlan && req.Caller == "planner/i0002-a" {

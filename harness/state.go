@@ -13,7 +13,7 @@ type State = rundir.State[feedbackBook, mediator.Proposal, llm.LedgerSnapshot]
 
 func newState(runID, row, fingerprint string) *State {
 	return &State{Version: rundir.StateVersion, RunID: runID, Row: row, ConfigFingerprint: fingerprint,
-		SkillHashes: map[conditions.Role]string{}, Feedback: newFeedbackBook(), NotesSeen: map[string]int{}, Counts: map[string]int{},
+		SkillHashes: map[conditions.Role]string{}, Feedback: newFeedbackBook(), NotesSeen: map[string]int{}, Counts: map[rundir.TrialStatus]int{},
 		Warnings: map[string]int{}}
 }
 

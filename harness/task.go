@@ -33,7 +33,7 @@ type taskRun struct {
 }
 
 func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task, in *iterationInput) taskOutcome {
-	t := &taskRun{r: r, it: it, task: task, in: in, trialID: fmt.Sprintf("i%04d-%s", it, task.ID), student: r.student(index)}
+	t := &taskRun{r: r, it: it, task: task, in: in, trialID: rundir.TrialID(it, task.ID), student: r.student(index)}
 	t.row = r.baseRow(it, task.ID, t.trialID, t.student, in.hashes)
 	t.row.HumanNotes = int32(len(in.notes))
 	t.tap = r.trialTap(t.trialID)
@@ -89,7 +89,7 @@ func (t *taskRun) plan(ctx context.Context) (string, bool) {
 	if allowed.Has(conditions.EvidenceHumanNotes) {
 		in.Notes = t.in.notes
 	}
-	plan, fellBack, err := t.r.plannerFor("planner/"+t.trialID).Plan(ctx, in)
+	plan, fellBack, err := t.r.plannerFor(rundir.PlannerCaller(t.trialID)).Plan(ctx, in)
 	if err != nil {
 		t.planFailed(ctx, err)
 		return "", false
@@ -105,10 +105,10 @@ func (t *taskRun) plan(ctx context.Context) (string, bool) {
 // this trial.
 func (t *taskRun) planFailed(ctx context.Context, err error) {
 	fatal := t.r.fatal(ctx, err)
-	t.row.Status = string(executor.StatusAgentError)
+	t.row.Status = executor.StatusAgentError
 	if fatal {
 		t.out.err = fmt.Errorf("plan task %s: %w", t.task.ID, err)
-		t.row.Status = string(executor.StatusBudgetExhausted)
+		t.row.Status = executor.StatusBudgetExhausted
 	}
 	if werr := t.recordPlanFailure(err); werr != nil {
 		t.abort(werr)
@@ -121,7 +121,7 @@ func (t *taskRun) planFailed(ctx context.Context, err error) {
 		return
 	}
 	if !fatal {
-		t.r.emit(Event{Kind: EventTrialDone, Iteration: t.it, Task: t.task.ID, Status: t.row.Status, Message: orZero(t.row.Cause)})
+		t.r.emit(Event{Kind: EventTrialDone, Iteration: t.it, Task: t.task.ID, Status: string(t.row.Status), Message: orZero(t.row.Cause)})
 	}
 	t.out.row = t.r.finishRow(t.row, t.tap.Take())
 }
@@ -138,7 +138,7 @@ func (t *taskRun) trial(ctx context.Context, plan string) (*executor.Trace, bool
 		Task: t.task, Agent: t.r.NewAgent(t.student), Plan: plan, ExecutorSkill: t.in.skillText[conditions.RoleExecutor],
 		JobDir: jobDir,
 		RunID:  t.r.labelRun(), Row: t.r.Spec.Name, Iteration: t.it, TrialID: t.trialID,
-		Seed: trialSeed(t.r.Spec.Seed, t.trialID), Caller: string(conditions.RoleExecutor) + "/" + t.student + "/" + t.trialID,
+		Seed: trialSeed(t.r.Spec.Seed, t.trialID), Caller: rundir.ExecutorCaller(t.student, t.trialID).String(),
 	}, func() (ended func()) {
 		t.r.emit(Event{Kind: EventTrialStart, Iteration: t.it, Task: t.task.ID})
 		return func() { t.r.emit(Event{Kind: EventTrialEnd, Iteration: t.it, Task: t.task.ID}) }
@@ -166,7 +166,7 @@ func (t *taskRun) trial(ctx context.Context, plan string) (*executor.Trace, bool
 // entries that fed this task's earlier work, and the plan is recorded. An
 // unusable trace ends the task's work here.
 func (t *taskRun) settle(plan string, trace *executor.Trace) bool {
-	if _, err := t.r.history.Settle(t.task.ID, t.it, t.trialID, trace.Reward, trace.Usable(), string(trace.Status)); err != nil {
+	if _, err := t.r.history.Settle(t.task.ID, t.it, t.trialID, trace.Reward, trace.Usable(), trace.Status); err != nil {
 		return t.abort(err)
 	}
 	if t.lab() {
@@ -224,7 +224,7 @@ func (t *taskRun) summary(ctx context.Context, digest mediator.TraceDigest) (str
 
 func (t *taskRun) report(ctx context.Context, digest mediator.TraceDigest) (string, bool) {
 	med := *t.r.mediator
-	med.Caller = string(conditions.RoleMediator) + "/" + t.trialID
+	med.Caller = rundir.MediatorCaller(t.trialID).String()
 	rep, err := med.Report(ctx, t.in.skillText[conditions.RoleMediator], digest)
 	if err != nil {
 		if t.r.fatal(ctx, err) {
@@ -277,7 +277,7 @@ func (t *taskRun) propose(ctx context.Context, feedback string) bool {
 	if allowed.Has(conditions.EvidenceRejections) {
 		in.RecentRejections = t.r.recentRejections()
 	}
-	ans, fellBack, err := t.r.plannerFor("planner/"+t.trialID+"/proposal").Propose(ctx, in)
+	ans, fellBack, err := t.r.plannerFor(rundir.ProposalCaller(t.trialID)).Propose(ctx, in)
 	if err != nil {
 		if t.r.fatal(ctx, err) {
 			return t.end(fmt.Errorf("propose for task %s: %w", t.task.ID, err))

@@ -13,6 +13,7 @@ import (
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/internal/durable"
 	"github.com/mediated-coevo/harness/llm"
 )
@@ -24,10 +25,11 @@ const (
 	SubagentCode    = "code"
 )
 
-// Transcript files of the lab agent, relative to the job directory.
+// Transcript files of the lab agent, relative to the job directory; the
+// run directory's format names them.
 const (
-	TranscriptFile = "agent/transcript.jsonl"
-	BackupFile     = "agent/compaction-backup.jsonl"
+	TranscriptFile = rundir.TranscriptFile
+	BackupFile     = rundir.CompactionBackupFile
 )
 
 // Agent names in the transcript's agent field.

@@ -171,7 +171,7 @@ func TestFollowShowsTrialsAndPhases(t *testing.T) {
 	trace := func(status, reward string) string {
 		return `{"status":"` + status + `","reward":` + reward + `,"timings":{"total_ns":1500000000},"errors":["container died"]}`
 	}
-	writeFile(t, filepath.Join(dir, rundir.JobDir("a", 1), traceName), trace("scored", "0.25"))
+	writeFile(t, filepath.Join(dir, rundir.JobDir("a", 1), rundir.TraceFile), trace("scored", "0.25"))
 	appendLine(t, filepath.Join(dir, rundir.CallsFile), `{"caller":"coevo/advisor/b000","role":"advisor"}`)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -182,22 +182,22 @@ func TestFollowShowsTrialsAndPhases(t *testing.T) {
 	waitFor(t, out, "following run")
 
 	// A trace being written is not shown until it is whole.
-	writeFile(t, filepath.Join(dir, rundir.JobDir("a", 2), traceName), `{"status":"sco`)
-	writeFile(t, filepath.Join(dir, rundir.JobDir("b", 2), traceName), trace("env_failure", "null"))
+	writeFile(t, filepath.Join(dir, rundir.JobDir("a", 2), rundir.TraceFile), `{"status":"sco`)
+	writeFile(t, filepath.Join(dir, rundir.JobDir("b", 2), rundir.TraceFile), trace("env_failure", "null"))
 	waitFor(t, out, "i2 b trial: env_failure, 1.5s: container died")
-	writeFile(t, filepath.Join(dir, rundir.JobDir("a", 2), traceName), trace("scored", "1"))
+	writeFile(t, filepath.Join(dir, rundir.JobDir("a", 2), rundir.TraceFile), trace("scored", "1"))
 	waitFor(t, out, "i2 a trial: scored, reward 1.000, 1.5s\n") // no error on a scored trial
 
 	appendLine(t, filepath.Join(dir, rundir.CallsFile), `{"caller":"coevo/advisor/b001","role":"advisor"}`)
 	waitFor(t, out, "the Advisor is reviewing batch b001")
 	batch := filepath.Join(dir, rundir.ValidationBatchDir("b001"))
-	writeFile(t, filepath.Join(batch, rundir.ValidationTrialDir("candidate", "a", 0), traceName), trace("scored", "0.5"))
+	writeFile(t, filepath.Join(batch, rundir.ValidationTrialDir("candidate", "a", 0), rundir.TraceFile), trace("scored", "0.5"))
 	waitFor(t, out, "validation of batch b001 started")
 	waitFor(t, out, "validation b001 candidate trial: a k0: scored, reward 0.500")
 	writeFile(t, filepath.Join(batch, rundir.DecisionFile), `{"decision":{"accept":false,"rule":"posterior","reason":"P(better) 0.59 < 0.80"}}`)
 	waitFor(t, out, "validation of batch b001: rejected by posterior: P(better) 0.59 < 0.80")
 
-	writeFile(t, filepath.Join(dir, rundir.EvalJobDir(2, 1, "b"), traceName), trace("scored", "0"))
+	writeFile(t, filepath.Join(dir, rundir.EvalJobDir(2, 1, "b"), rundir.TraceFile), trace("scored", "0"))
 	waitFor(t, out, "held-out trial of the skills after iteration 2: b k01: scored, reward 0.000")
 	appendLine(t, filepath.Join(dir, rundir.CallsFile), `{"caller":"coevo/reflector/planner/i0002","role":"reflector"}`)
 	appendLine(t, filepath.Join(dir, rundir.CallsFile), `{"caller":"coevo/reflector/planner/i0002","role":"reflector"}`)

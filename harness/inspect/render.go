@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -187,13 +189,8 @@ func (v *RunView) WriteText(w io.Writer, tty bool) error {
 	}
 
 	st := newTable(tty, "status", "trials")
-	names := make([]string, 0, len(v.Statuses))
-	for s := range v.Statuses {
-		names = append(names, s)
-	}
-	sort.Strings(names)
-	for _, s := range names {
-		st.add(s, strconv.Itoa(v.Statuses[s]))
+	for _, s := range slices.Sorted(maps.Keys(v.Statuses)) {
+		st.add(string(s), strconv.Itoa(v.Statuses[s]))
 	}
 	sections = append(sections, section{"Trials by status", st, "no trials yet"})
 
@@ -203,7 +200,7 @@ func (v *RunView) WriteText(w io.Writer, tty bool) error {
 		if tty {
 			cause = truncate(cause, 100)
 		}
-		ft.add(strconv.Itoa(f.Iteration), f.TaskID, f.Status, strconv.Itoa(f.ModelFailures), strconv.Itoa(f.MalformedToolCalls), cause)
+		ft.add(strconv.Itoa(f.Iteration), f.TaskID, string(f.Status), strconv.Itoa(f.ModelFailures), strconv.Itoa(f.MalformedToolCalls), cause)
 	}
 	sections = append(sections, section{"Failed trials", ft, "none"})
 

@@ -49,7 +49,7 @@ type RunView struct {
 	MeanReward *float64 `json:"mean_reward"`
 	// Statuses counts trials by trial status (scored, agent_timeout,
 	// agent_error, verifier_error, env_failure, budget_exhausted).
-	Statuses map[string]int `json:"statuses"`
+	Statuses map[rundir.TrialStatus]int `json:"statuses"`
 	// Failures are the trials that were not scored, or whose model or tool
 	// calls failed, with the cause each recorded, in iteration and task order.
 	Failures []TrialFailure `json:"failures"`
@@ -77,12 +77,12 @@ type RunView struct {
 // TrialFailure is one trial that failed, or was scored despite failed
 // model calls or malformed tool calls.
 type TrialFailure struct {
-	Iteration          int    `json:"iteration"`
-	TaskID             string `json:"task_id"`
-	Status             string `json:"status"`
-	Cause              string `json:"cause,omitempty"`
-	ModelFailures      int    `json:"model_failures"`
-	MalformedToolCalls int    `json:"malformed_tool_calls"`
+	Iteration          int                `json:"iteration"`
+	TaskID             string             `json:"task_id"`
+	Status             rundir.TrialStatus `json:"status"`
+	Cause              string             `json:"cause,omitempty"`
+	ModelFailures      int                `json:"model_failures"`
+	MalformedToolCalls int                `json:"malformed_tool_calls"`
 }
 
 // CheckpointStat is the held-out evaluation of the skills a run held after
@@ -103,11 +103,11 @@ type IterationStat struct {
 	EnvFailures int `json:"env_failures"`
 	// MeanReward is the mean over tasks of the iteration's scored rewards
 	// (each task's trials averaged first); null when none was scored.
-	MeanReward   *float64       `json:"mean_reward"`
-	Statuses     map[string]int `json:"statuses"`
-	SkillUpdates int            `json:"skill_updates"`
-	Tokens       int64          `json:"tokens"`
-	CostUSD      float64        `json:"cost_usd"`
+	MeanReward   *float64                   `json:"mean_reward"`
+	Statuses     map[rundir.TrialStatus]int `json:"statuses"`
+	SkillUpdates int                        `json:"skill_updates"`
+	Tokens       int64                      `json:"tokens"`
+	CostUSD      float64                    `json:"cost_usd"`
 }
 
 // SkillUpdate is one committed skill change on the run's timeline.
@@ -202,7 +202,7 @@ type (
 // iterAgg accumulates one iteration while the metrics stream by.
 type iterAgg struct {
 	trials, scored, env int
-	statuses            map[string]int
+	statuses            map[rundir.TrialStatus]int
 	perTask             map[string][]float64
 	updates             map[string]bool
 	tokens              int64
@@ -225,7 +225,7 @@ func Run(dir string) (*RunView, error) {
 		Condition: m.Condition, Policy: m.Policy, Preset: m.Preset, Lab: m.Lab, Agent: m.Agent,
 		Seed: m.Seed, Offline: m.Offline, StartedAt: m.StartedAt, UpdatedAt: m.UpdatedAt, FinishedAt: m.FinishedAt,
 		Tasks: m.Tasks, IterationsDone: m.CompletedIterations, IterationsPlanned: m.Iterations,
-		Statuses: map[string]int{}, Iterations: []IterationStat{}, SkillUpdates: []SkillUpdate{},
+		Statuses: map[rundir.TrialStatus]int{}, Iterations: []IterationStat{}, SkillUpdates: []SkillUpdate{},
 		Rejected: []RejectedProposal{}, Warnings: []string{}, Failures: []TrialFailure{},
 		History: HistoryCounts{Entries: map[string]int{}},
 	}
@@ -255,7 +255,7 @@ func Run(dir string) (*RunView, error) {
 			}
 			it := iters[int(c.Iteration)]
 			if it == nil {
-				it = &iterAgg{statuses: map[string]int{}, perTask: map[string][]float64{}, updates: map[string]bool{}}
+				it = &iterAgg{statuses: map[rundir.TrialStatus]int{}, perTask: map[string][]float64{}, updates: map[string]bool{}}
 				iters[int(c.Iteration)] = it
 			}
 			v.Trials++
@@ -283,7 +283,7 @@ func Run(dir string) (*RunView, error) {
 			}
 			addSpend(&spend, c)
 			v.CachedInputTokens += c.CachedInputTokens
-			if c.Status != "scored" || c.Cause != "" || c.ModelFailures > 0 || c.MalformedToolCalls > 0 {
+			if c.Status != rundir.TrialScored || c.Cause != "" || c.ModelFailures > 0 || c.MalformedToolCalls > 0 {
 				v.Failures = append(v.Failures, TrialFailure{Iteration: int(c.Iteration), TaskID: c.TaskID, Status: c.Status,
 					Cause: c.Cause, ModelFailures: int(c.ModelFailures), MalformedToolCalls: int(c.MalformedToolCalls)})
 			}

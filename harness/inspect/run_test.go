@@ -69,7 +69,7 @@ func TestRunView(t *testing.T) {
 	}
 	// a: 1, 0 -> 0.5; b: 0.5 -> 0.5; macro 0.5
 	approx(t, "mean_reward", v.MeanReward, 0.5)
-	wantStatuses := map[string]int{"scored": 3, "env_failure": 1, "agent_error": 1}
+	wantStatuses := map[rundir.TrialStatus]int{"scored": 3, "env_failure": 1, "agent_error": 1}
 	if !reflect.DeepEqual(v.Statuses, wantStatuses) {
 		t.Errorf("statuses = %v, want %v", v.Statuses, wantStatuses)
 	}

@@ -33,7 +33,8 @@ type record struct {
 	Seed                                       int64
 	Offline                                    bool
 	Iteration                                  int32
-	TaskID, Status                             string
+	TaskID                                     string
+	Status                                     rundir.TrialStatus
 	// Phase is the metric row's phase column (empty in parts written before
 	// it existed, which rundir reads as training); Checkpoint the
 	// checkpoint_iteration of an evaluation row.
@@ -65,15 +66,11 @@ type update struct {
 // Environment failures and interrupted trials never do, whatever a writer
 // put in the column: neither says anything about the agent.
 func (r *record) scoredReward() (float64, bool) {
-	if r.EnvFailure || !r.HasReward || r.Status == statusInterrupted {
+	if r.EnvFailure || !r.HasReward || r.Status == rundir.TrialInterrupted {
 		return 0, false
 	}
 	return r.Reward, true
 }
-
-// statusInterrupted marks a trial stopped by the harness (a signal, a
-// budget) rather than finished by the agent.
-const statusInterrupted = "interrupted"
 
 // column is one scalar column a scan may decode.
 type column struct {
@@ -98,7 +95,7 @@ var (
 		strCol("skill_update_policy", func(r *record) *string { return &r.Policy }),
 		strCol("lab", func(r *record) *string { return &r.Lab }),
 		strCol("task_id", func(r *record) *string { return &r.TaskID }),
-		strCol("status", func(r *record) *string { return &r.Status }),
+		strCol("status", func(r *record) *string { return (*string)(&r.Status) }),
 		strCol("phase", func(r *record) *string { return &r.Phase }),
 		{[]string{"checkpoint_iteration"}, parquet.Int32, func(r *record, v parquet.Value, _ interner) { r.Checkpoint = v.Int32() }},
 		{[]string{"seed"}, parquet.Int64, func(r *record, v parquet.Value, _ interner) { r.Seed = v.Int64() }},

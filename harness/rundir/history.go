@@ -43,14 +43,14 @@ type Entry struct {
 // HistoryRecord is one line of history.jsonl: an entry, a reward attached
 // to an entry by id, or a drop of pending ids after an unusable trace.
 type HistoryRecord struct {
-	Type      string   `json:"type"` // entry | reward | drop
-	Entry     *Entry   `json:"entry,omitempty"`
-	IDs       []string `json:"ids,omitempty"`
-	Reward    *float64 `json:"reward,omitempty"`
-	TaskID    string   `json:"task_id,omitempty"`
-	Iteration int      `json:"iteration,omitempty"`
-	TrialID   string   `json:"trial_id,omitempty"`
-	Status    string   `json:"status,omitempty"`
+	Type      string      `json:"type"` // entry | reward | drop
+	Entry     *Entry      `json:"entry,omitempty"`
+	IDs       []string    `json:"ids,omitempty"`
+	Reward    *float64    `json:"reward,omitempty"`
+	TaskID    string      `json:"task_id,omitempty"`
+	Iteration int         `json:"iteration,omitempty"`
+	TrialID   string      `json:"trial_id,omitempty"`
+	Status    TrialStatus `json:"status,omitempty"`
 }
 
 // History keeps the entries of a run and their delayed rewards. Rewards are
@@ -175,7 +175,7 @@ func (h *History) Add(e Entry) error {
 // Settle hands the outcome of a task's trial to its pending entries: a usable
 // trace attaches its reward to each by id; an unusable one drops them, so they
 // are never tagged later with an unrelated reward. It returns the ids touched.
-func (h *History) Settle(taskID string, iteration int, trialID string, reward *float64, usable bool, status string) ([]string, error) {
+func (h *History) Settle(taskID string, iteration int, trialID string, reward *float64, usable bool, status TrialStatus) ([]string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ids := append([]string(nil), h.pending[taskID]...)

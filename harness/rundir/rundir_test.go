@@ -219,7 +219,7 @@ func TestManifestRoundTrip(t *testing.T) {
 	err = d.UpdateManifest(func(m *Manifest) {
 		m.CompletedIterations = 3
 		m.Status = StatusCompleted
-		m.Counts = map[string]int{"scored": 5, "env_failure": 1}
+		m.Counts = map[TrialStatus]int{"scored": 5, "env_failure": 1}
 		m.MarkFinished()
 	})
 	if err != nil {
