@@ -30,7 +30,9 @@ const DefaultFollowInterval = 2 * time.Second
 // starts are not repeated, except the metrics of finished iterations.
 //
 // It returns nil once the run's status is no longer running (after a last
-// poll, so nothing written before the final status is missed), and
+// poll, so nothing written before the final status is missed), or once no
+// process holds the directory any more (its writer died: StatusStopped),
+// and
 // ctx.Err() when ctx ends first.
 func Follow(ctx context.Context, dir string, w io.Writer, interval time.Duration) error {
 	if interval <= 0 {
@@ -52,6 +54,10 @@ func Follow(ctx context.Context, dir string, w io.Writer, interval time.Duration
 	for {
 		if err := f.poll(); err != nil {
 			return err
+		}
+		if f.status == StatusStopped {
+			fmt.Fprintf(w, "%s %s ended: %s (%s)\n", f.kind, m.ID, f.status, StoppedReason)
+			return nil
 		}
 		if f.status != rundir.StatusRunning {
 			fmt.Fprintf(w, "%s %s ended: %s\n", f.kind, m.ID, f.status)
