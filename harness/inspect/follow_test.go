@@ -299,3 +299,39 @@ func TestFollowShowsTrialsAndPhases(t *testing.T) {
 		}
 	}
 }
+
+// A row's status line comes after the lines of what it finished: its
+// iteration's metrics are shown before "status completed" even when both
+// land between two polls.
+func TestFollowPrintsARowsStatusAfterItsLastLines(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "m-matrix")
+	mm := rundir.Manifest{Kind: rundir.KindMatrix, Status: rundir.StatusRunning, Rows: []string{"r"}}
+	writeManifest(t, dir, mm)
+	holdDir(t, dir)
+	row := filepath.Join(dir, "r")
+	rm := rundir.Manifest{Kind: rundir.KindRun, Status: rundir.StatusRunning, Iterations: 1}
+	writeManifest(t, row, rm)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- Follow(ctx, dir, out, 400*time.Millisecond) }()
+	waitFor(t, out, "following matrix")
+	writeMetrics(t, row, rowsOf("m/r", "r", "no_feedback", "none", 1, scored(1, "a", 1)))
+	rm.Status, rm.CompletedIterations = rundir.StatusCompleted, 1
+	writeManifest(t, row, rm)
+	mm.Status = rundir.StatusCompleted
+	writeManifest(t, dir, mm)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	iter, status := strings.Index(got, "[r] iteration 1:"), strings.Index(got, "[r] status completed")
+	if iter < 0 || status < 0 || status < iter {
+		t.Errorf("want the iteration line before the row's status line:\n%s", got)
+	}
+	if ended := strings.Index(got, "status running -> completed"); ended < status {
+		t.Errorf("want the matrix's status change after its rows' lines:\n%s", got)
+	}
+}
