@@ -51,6 +51,16 @@ func Load(configDir string) (*Config, error) {
 		}
 		return c, nil
 	}
+	if st, err := os.Stat(configDir); err != nil || !st.IsDir() {
+		msg := fmt.Sprintf("config directory %s does not exist: pass a directory holding %s to --config-dir, or drop it to use the defaults", configDir, LayerFile)
+		switch {
+		case err == nil:
+			msg = fmt.Sprintf("config directory %s is a file, not a directory: pass the directory holding %s to --config-dir", configDir, LayerFile)
+		case !errors.Is(err, fs.ErrNotExist):
+			msg = fmt.Sprintf("cannot read config directory %s: %v", configDir, err)
+		}
+		return nil, &Error{Msg: msg}
+	}
 	path := filepath.Join(configDir, LayerFile)
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -131,7 +141,7 @@ func decodeLayer(c *Config, data []byte, file string, inherit bool) (*layerMeta,
 	var raw map[string]any
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&raw)
 	if err != nil {
-		return nil, decodeError(file, err)
+		return nil, syntaxError(file, data, err)
 	}
 	meta := &layerMeta{lines: keyLines(data)}
 	if e := checkKeys(md, raw, file, meta.lines); e != nil {
@@ -242,6 +252,20 @@ func decodeError(file string, err error) *Error {
 		return &Error{File: file, Line: pe.Position.Line, Key: pe.LastKey, Msg: msg}
 	}
 	return &Error{File: file, Msg: err.Error()}
+}
+
+// syntaxError is decodeError for a document that does not parse. An error
+// about the newline that ends a line (an unclosed table header) belongs to
+// that line, though the decoder counts the newline into the next one.
+func syntaxError(file string, data []byte, err error) *Error {
+	e := decodeError(file, err)
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		if at := pe.Position.Start; at >= 0 && at < len(data) && data[at] == '\n' {
+			e.Line = 1 + bytes.Count(data[:at], []byte("\n"))
+		}
+	}
+	return e
 }
 
 // validateFile validates c and points each problem at file: at the line that

@@ -116,6 +116,9 @@ const (
 	// EventLeftoversRemoved says, on a resume, what earlier processes of
 	// the run left running and was removed before any trial started.
 	EventLeftoversRemoved EventKind = "leftovers_removed"
+	// EventRowHeld says a matrix row is skipped because another process
+	// holds it (Message says which).
+	EventRowHeld EventKind = "row_held"
 )
 
 // Event is a progress notification.

@@ -174,7 +174,7 @@ func (r *Run) rewind(st *State) error {
 		}
 	}
 	parts, _ := filepath.Glob(filepath.Join(r.Dir.MetricsDir(), rundir.MetricsPartPattern))
-	updates, _ := filepath.Glob(filepath.Join(r.Dir.MetricsDir(), rundir.UpdatesDir, rundir.UpdatesPartPattern))
+	updates, _ := rundir.UpdatesParts(r.Dir.MetricsDir())
 	for _, p := range append(parts, updates...) {
 		it, ok := rundir.ParseMetricsPart(filepath.Base(p))
 		if !ok {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 // WriteJSON writes v (a []DirSummary, *RunView or *Comparison) as indented
@@ -125,6 +127,14 @@ func truncate(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
+// statusText is a status as shown in text: a stopped one says why.
+func statusText(s rundir.Status) string {
+	if s == StatusStopped {
+		return string(s) + " (" + StoppedReason + ")"
+	}
+	return string(s)
+}
+
 // WriteListText prints a listing as a table.
 func WriteListText(w io.Writer, dirs []DirSummary, tty bool) error {
 	if len(dirs) == 0 {
@@ -138,7 +148,7 @@ func WriteListText(w io.Writer, dirs []DirSummary, tty bool) error {
 			t.add(d.ID, string(d.Kind), string(d.Status), "-", "-", "-", "-", "-", "-", "-", "-", "-", truncate(d.Error, 80))
 			continue
 		}
-		t.add(d.ID, string(d.Kind), string(d.Status), strconv.Itoa(d.Rows), strconv.Itoa(d.Tasks),
+		t.add(d.ID, string(d.Kind), statusText(d.Status), strconv.Itoa(d.Rows), strconv.Itoa(d.Tasks),
 			fmt.Sprintf("%d/%d", d.IterationsDone, d.IterationsPlanned), strconv.Itoa(d.Trials),
 			strconv.Itoa(d.EnvFailures), num(d.MeanReward), strconv.Itoa(d.SkillUpdates),
 			tokens(d.Tokens, tty), usd(d.CostUSD), yesNo(d.Offline))
@@ -149,7 +159,7 @@ func WriteListText(w io.Writer, dirs []DirSummary, tty bool) error {
 // WriteText prints the run view: a header, then one table per section.
 func (v *RunView) WriteText(w io.Writer, tty bool) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Run %s (%s)\n", v.ID, v.Status)
+	fmt.Fprintf(&b, "Run %s (%s)\n", v.ID, statusText(v.Status))
 	if v.Error != "" {
 		fmt.Fprintf(&b, "  error: %s\n", v.Error)
 	}

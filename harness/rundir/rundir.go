@@ -10,6 +10,8 @@ package rundir
 import (
 	"bytes"
 	"cmp"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,6 +75,11 @@ type Manifest struct {
 	HarnessVersion    string `json:"harness_version"`
 	GitCommit         string `json:"git_commit"`
 	ConfigFingerprint string `json:"config_fingerprint,omitempty"`
+	// Origin is where the directory was made, or last resumed: "host:path"
+	// with the path absolute. A resume that finds the directory elsewhere
+	// tells a copy (the original is still there, with the same id) from a
+	// move.
+	Origin string `json:"origin,omitempty"`
 	// ForcedResumes records each --force resume that changed the
 	// configuration: from which iteration on the new one applied.
 	ForcedResumes []ForcedResume `json:"forced_resumes,omitempty"`
@@ -135,9 +142,15 @@ type Spec struct {
 	Manifest Manifest
 	// DirName, when set, is the exact directory name (a matrix row uses its
 	// row name); an existing directory of that name is an error. Empty
-	// means <UTC timestamp>-<seed>-<label>, or ...-<name>-matrix for a
-	// matrix, with a numeric suffix if that already exists.
+	// means <UTC timestamp>-<seed>-<label>-<nonce>, or ...-<nonce>-matrix
+	// for a matrix, with a numeric suffix if that already exists. The
+	// nonce (six random hex digits) keeps the id, which labels the run's
+	// containers, apart from a run started in the same second elsewhere
+	// (another --out, another machine on the same engine).
 	DirName string
+	// Rand is where the nonce's random bits come from; nil means
+	// crypto/rand.
+	Rand io.Reader
 	// Config is written as config.toml, with Meta as its [run] table.
 	// Meta.Version and Meta.GitCommit default to this build's.
 	Config *config.Config
@@ -180,7 +193,7 @@ func Create(base string, spec Spec) (*Dir, error) {
 		now = time.Now()
 	}
 	now = now.UTC().Truncate(time.Second)
-	candidates, err := dirNames(m, spec.DirName, now)
+	candidates, err := dirNames(m, spec.DirName, spec.Rand, now)
 	if err != nil {
 		return nil, err
 	}
@@ -205,6 +218,7 @@ func Create(base string, spec Spec) (*Dir, error) {
 	m.HarnessVersion = meta.Version
 	m.GitCommit = meta.GitCommit
 	m.ConfigFingerprint = config.Fingerprint(spec.Config)
+	m.Origin = originOf(path)
 	d := &Dir{Path: path, ID: name, manifest: m, secrets: secretValues(spec.Config)}
 	if spec.Hold {
 		if err := d.Lock(); err != nil {
@@ -224,8 +238,8 @@ func Create(base string, spec Spec) (*Dir, error) {
 // dirNames returns the names a new directory may take, in order of
 // preference: candidates(i) is the i-th choice, "" when there is none left.
 // An exact name (dirName) has one choice; otherwise the name is
-// <UTC timestamp>-<seed>-<label>, numbered from the second choice on.
-func dirNames(m Manifest, dirName string, now time.Time) (candidates func(i int) string, err error) {
+// <UTC timestamp>-<seed>-<label>-<nonce>, numbered from the second choice on.
+func dirNames(m Manifest, dirName string, random io.Reader, now time.Time) (candidates func(i int) string, err error) {
 	if dirName != "" {
 		if err := CheckLabel(dirName); err != nil {
 			return nil, fmt.Errorf("create run directory: %w", err)
@@ -247,7 +261,11 @@ func dirNames(m Manifest, dirName string, now time.Time) (candidates func(i int)
 	if err := CheckLabel(label); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
-	stem := fmt.Sprintf("%s-%d-%s", now.Format(DirTimeFormat), m.Seed, label)
+	nonce, err := newNonce(random)
+	if err != nil {
+		return nil, fmt.Errorf("create %s directory: %w", m.Kind, err)
+	}
+	stem := fmt.Sprintf("%s-%d-%s-%s", now.Format(DirTimeFormat), m.Seed, label, nonce)
 	return func(i int) string {
 		name := stem
 		if i > 0 {
@@ -283,6 +301,18 @@ func makeDir(base, dirName string, candidates func(i int) string) (path, name st
 			return "", "", fmt.Errorf("create run directory %s: %w", path, err)
 		}
 	}
+}
+
+// newNonce is six hex digits from r (crypto/rand when nil).
+func newNonce(r io.Reader) (string, error) {
+	if r == nil {
+		r = rand.Reader
+	}
+	var b [3]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return "", fmt.Errorf("draw the random part of its name: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
 }
 
 func (d *Dir) populate(kind Kind, cfgText []byte) error {
