@@ -28,8 +28,8 @@ type AgentInput struct {
 	Seed int64
 	// Caller is the ledger path prefix for this agent, e.g. "executor/student-1".
 	Caller string
-	// Iteration is the run's iteration of this trial (0 when unknown); the
-	// offline provider varies its answers with it.
+	// Iteration is the run's iteration of this trial (0 when unknown), for
+	// the trajectory's record.
 	Iteration int
 }
 
