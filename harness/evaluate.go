@@ -138,7 +138,12 @@ func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Tas
 			if r.fatal(ctx, err) {
 				return row, fmt.Errorf("plan evaluation trial %s: %w", trialID, err)
 			}
+			// The Planner's model failed: blamed on the model, so the trial
+			// counts for neither checkpoint (see rundir.AgentFault).
 			row.Status = string(executor.StatusAgentError)
+			failed := &executor.Trace{}
+			executor.SetCause(failed, executor.AgentCause(err), fmt.Errorf("planner: %w", err))
+			row.Cause = rundir.Nullable(failed.Cause)
 			return r.finishRow(row, tap.Take()), nil
 		}
 		if fellBack {
