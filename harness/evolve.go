@@ -272,14 +272,18 @@ func (r *Run) reject(rej rejection) error {
 	return nil
 }
 
-// validationTasks picks the tasks a candidate is validated on. With a
-// validation split (ValidateSplit), every candidate is validated on the
-// split, never on the tasks the learning curve is reported on: tasks
+// validationTasks picks the tasks a candidate is validated on, never the
+// tasks its proposals came from while others are left: a candidate judged
+// on the tasks that suggested it is judged on the luck that suggested it.
+// With a validation split (ValidateSplit), every candidate is validated on
+// the split, never on the tasks the learning curve is reported on: tasks
 // compatible with the batch's (same category or overlapping tags) first,
 // then the rest, up to [validation] pool_size per batch. Otherwise, with a
-// configured pool, compatible pool tasks that contributed nothing, falling
-// back to the batch's own tasks; without either, the batch's tasks. source
-// says which was used, and the decision records it.
+// configured pool, compatible pool tasks that contributed nothing; without
+// one (or with none compatible), the row's own tasks that contributed
+// nothing, compatible ones first. Only when every task contributed are the
+// batch's tasks used. source says which was used, and the decision records
+// it.
 func (r *Run) validationTasks(batchID string, batch []mediator.Proposal) (tasks []*benchmarks.Task, source string) {
 	contributing := map[string]bool{}
 	for _, p := range batch {
@@ -298,18 +302,7 @@ func (r *Run) validationTasks(batchID string, batch []mediator.Proposal) (tasks 
 		return false
 	}
 	if len(r.ValidateSplit) > 0 {
-		var first, rest []*benchmarks.Task
-		for _, cand := range r.ValidateSplit {
-			if isCompatible(cand) {
-				first = append(first, cand)
-			} else {
-				rest = append(rest, cand)
-			}
-		}
-		picked := r.sample(batchID, first, r.Config.Validation.PoolSize)
-		picked = append(picked, r.sample(batchID+"/rest", rest, r.Config.Validation.PoolSize-len(picked))...)
-		sort.Slice(picked, func(a, b int) bool { return picked[a].ID < picked[b].ID })
-		return picked, "validation split"
+		return r.drawValidation(batchID, r.ValidateSplit, isCompatible), "validation split"
 	}
 	if len(r.ValidationPool) > 0 {
 		var picked []*benchmarks.Task
@@ -323,9 +316,15 @@ func (r *Run) validationTasks(batchID string, batch []mediator.Proposal) (tasks 
 		if len(picked) > 0 {
 			return picked, "held-out pool"
 		}
-		source = "batch tasks (the pool holds no compatible task)"
-	} else {
-		source = "batch tasks"
+	}
+	var apart []*benchmarks.Task
+	for _, t := range r.Tasks {
+		if !contributing[t.ID] {
+			apart = append(apart, t)
+		}
+	}
+	if len(apart) > 0 {
+		return r.drawValidation(batchID, apart, isCompatible), "row tasks apart from the batch's"
 	}
 	var out []*benchmarks.Task
 	for id := range contributing {
@@ -334,7 +333,24 @@ func (r *Run) validationTasks(batchID string, batch []mediator.Proposal) (tasks 
 		}
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
-	return out, source
+	return out, "batch tasks (every task of the row contributed a proposal)"
+}
+
+// drawValidation draws up to [validation] pool_size of candidates for a
+// batch: those compatible with its tasks first, then the rest, sorted by id.
+func (r *Run) drawValidation(batchID string, candidates []*benchmarks.Task, isCompatible func(*benchmarks.Task) bool) []*benchmarks.Task {
+	var first, rest []*benchmarks.Task
+	for _, cand := range candidates {
+		if isCompatible(cand) {
+			first = append(first, cand)
+		} else {
+			rest = append(rest, cand)
+		}
+	}
+	picked := r.sample(batchID, first, r.Config.Validation.PoolSize)
+	picked = append(picked, r.sample(batchID+"/rest", rest, r.Config.Validation.PoolSize-len(picked))...)
+	sort.Slice(picked, func(a, b int) bool { return picked[a].ID < picked[b].ID })
+	return picked
 }
 
 // sample draws at most n of tasks (all when n <= 0 and tasks are fewer).

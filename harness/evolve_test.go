@@ -213,10 +213,10 @@ func TestValidationTasksPreferCompatibleHeldOutTasks(t *testing.T) {
 		poolSize int
 		want     []string
 	}{
-		{"no pool: the batch's tasks", nil, 0, []string{"a", "b"}},
+		{"no pool: the row's tasks apart from the batch's", nil, 0, []string{"c"}},
 		{"compatible held-out tasks only", pool, 0, []string{"p1", "p2"}},
 		{"pool_size samples", pool, 1, nil},
-		{"no compatible task: back to the batch's", []*benchmarks.Task{task("p3", "other", "unrelated")}, 0, []string{"a", "b"}},
+		{"no compatible pool task: the row's tasks apart from the batch's", []*benchmarks.Task{task("p3", "other", "unrelated")}, 0, []string{"c"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -242,6 +242,47 @@ func TestValidationTasksPreferCompatibleHeldOutTasks(t *testing.T) {
 			}
 			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
 				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// Without a split or a pool, a candidate is validated on the row's tasks
+// that contributed no proposal, compatible ones first; the batch's own
+// tasks are used only when every task contributed.
+func TestValidationStaysApartFromTheProposalsTasks(t *testing.T) {
+	task := func(id, category string) *benchmarks.Task {
+		return &benchmarks.Task{ID: id, Config: benchmarks.TaskConfig{Metadata: map[string]any{"category": category}}}
+	}
+	tests := []struct {
+		name       string
+		poolSize   int
+		batch      []string
+		want       []string
+		wantSource string
+	}{
+		{"every other task", 0, []string{"a"}, []string{"b", "c", "d"}, "row tasks apart from the batch's"},
+		{"compatible first", 1, []string{"a"}, []string{"c"}, "row tasks apart from the batch's"},
+		{"every task contributed", 0, []string{"a", "b", "c", "d"}, []string{"a", "b", "c", "d"},
+			"batch tasks (every task of the row contributed a proposal)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := newTestRun(t, conditions.LearnedMediator, conditions.PolicyAll, []string{"a"}, 1, func(c *config.Config) {
+				c.Validation.PoolSize = tt.poolSize
+			})
+			tr.run.Tasks = []*benchmarks.Task{task("a", "build"), task("b", "text"), task("c", "build"), task("d", "text")}
+			var batch []mediator.Proposal
+			for _, id := range tt.batch {
+				batch = append(batch, mediator.Proposal{TaskID: id})
+			}
+			picked, source := tr.run.validationTasks("b001", batch)
+			var got []string
+			for _, vt := range picked {
+				got = append(got, vt.ID)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") || source != tt.wantSource {
+				t.Errorf("got %v from %q, want %v from %q", got, source, tt.want, tt.wantSource)
 			}
 		})
 	}
