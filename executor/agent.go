@@ -30,8 +30,8 @@ type AgentInput struct {
 	// rundir.ValidationCaller); an agent of several loops appends each
 	// loop's agent kind as one more segment.
 	Caller string
-	// Iteration is the run's iteration of this trial (0 when unknown); the
-	// offline provider varies its answers with it.
+	// Iteration is the run's iteration of this trial (0 when unknown), for
+	// the trajectory's record.
 	Iteration int
 }
 

@@ -116,7 +116,10 @@ func (r *Run) evalCheckpoint(ctx context.Context, cp checkpoint) ([]rundir.Metri
 // evalTrial is one held-out trial: the Planner plans from the instruction
 // and its frozen skill (what it may see when planning, less any feedback:
 // there is none on a task the row never ran), the Executor works with the
-// frozen executor skill, and the verifier scores it.
+// frozen executor skill, and the verifier scores it. Only the skills tell
+// the checkpoints apart: neither prompt names the checkpoint, and trial k
+// of a task has the same seed at every checkpoint (common random numbers)
+// and a seed of its own among the checkpoint's k trials.
 func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Task, k int) (rundir.MetricRow, error) {
 	trialID := rundir.EvalTrialID(cp.iteration, k, task.ID)
 	student := r.student(k - 1)
@@ -127,7 +130,7 @@ func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Tas
 	plan := ""
 	if r.AgentKind == AgentLab {
 		allowed := r.visible(conditions.ConsumerPlannerPlan)
-		p, fellBack, err := r.plannerFor(rundir.PlannerCaller(trialID)).Plan(ctx, mediator.PlanInput{TaskID: task.ID, Iteration: cp.iteration,
+		p, fellBack, err := r.plannerFor(rundir.PlannerCaller(trialID)).Plan(ctx, mediator.PlanInput{TaskID: task.ID, Trial: k,
 			Instruction:   shown(allowed, conditions.EvidenceInstruction, task.Instruction),
 			ExecutorSkill: shown(allowed, conditions.EvidenceExecutorSkill, cp.text[conditions.RoleExecutor]),
 			PlannerSkill:  shown(allowed, conditions.EvidencePlannerSkill, cp.text[conditions.RolePlanner])})
@@ -135,7 +138,12 @@ func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Tas
 			if r.fatal(ctx, err) {
 				return row, fmt.Errorf("plan evaluation trial %s: %w", trialID, err)
 			}
+			// The Planner's model failed: blamed on the model, so the trial
+			// counts for neither checkpoint (see rundir.AgentFault).
 			row.Status = executor.StatusAgentError
+			failed := &executor.Trace{}
+			executor.SetCause(failed, executor.AgentCause(err), fmt.Errorf("planner: %w", err))
+			row.Cause = rundir.Nullable(failed.Cause)
 			return r.finishRow(row, tap.Take()), nil
 		}
 		if fellBack {
@@ -149,7 +157,7 @@ func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Tas
 	}
 	trace := r.Trials.Run(ctx, executor.TrialSpec{Task: task, Agent: r.NewAgent(student), Plan: plan,
 		ExecutorSkill: cp.text[conditions.RoleExecutor], JobDir: jobDir, RunID: r.labelRun(), Row: r.Spec.Name,
-		Iteration: cp.iteration, TrialID: trialID, Seed: trialSeed(r.Spec.Seed, trialID),
+		Iteration: cp.iteration, TrialID: trialID, Seed: evalSeed(r.Spec.Seed, task.ID, k),
 		Caller: rundir.ExecutorCaller(student, trialID).String()})
 	if err := ctx.Err(); err != nil {
 		return row, err
@@ -163,4 +171,10 @@ func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Tas
 	}
 	r.emit(Event{Kind: EventEvaluationTrialDone, Iteration: cp.iteration, Task: task.ID, Status: string(trace.Status), Reward: trace.Reward})
 	return r.finishRow(row, tap.Take()), nil
+}
+
+// evalSeed is the seed of evaluation trial k of a task: the same at every
+// checkpoint, so a checkpoint's skills are compared on the same draws.
+func evalSeed(seed int64, task string, k int) int64 {
+	return trialSeed(seed, fmt.Sprintf("eval/%s/%d", task, k))
 }

@@ -239,6 +239,7 @@ func BuildRunPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 	if err := p.estimate(cfg); err != nil {
 		return nil, err
 	}
+	p.noteValidationSource(cfg)
 	p.settle(cfg)
 	return p, nil
 }
@@ -321,6 +322,7 @@ func BuildMatrixPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 	if err := p.estimate(cfg); err != nil {
 		return nil, err
 	}
+	p.noteValidationSource(cfg)
 	p.settle(cfg)
 	return p, nil
 }

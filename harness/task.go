@@ -162,19 +162,21 @@ func (t *taskRun) trial(ctx context.Context, plan string) (*executor.Trace, bool
 	return trace, true
 }
 
-// settle is step 3: the trial's reward becomes the delayed reward of the
-// entries that fed this task's earlier work, and the plan is recorded. An
-// unusable trace ends the task's work here.
+// settle is step 3: the plan is recorded, then the trial's reward settles
+// it (a plan is credited with the trial it planned) along with the entries
+// left pending by this task's earlier work (the report that informed this
+// plan, the proposals adopted since). An unusable trace ends the task's
+// work here.
 func (t *taskRun) settle(plan string, trace *executor.Trace) bool {
-	if _, err := t.r.history.Settle(t.task.ID, t.it, t.trialID, trace.Reward, trace.Usable(), trace.Status); err != nil {
-		return t.abort(err)
-	}
 	if t.lab() {
 		if err := t.r.history.Add(rundir.Entry{ID: t.r.entryID(t.it, t.task.ID, rundir.EntryPlan), Role: string(conditions.RolePlanner),
 			Kind: rundir.EntryPlan, TaskID: t.task.ID, Iteration: t.it, Content: plan,
 			SkillHash: t.in.hashes[conditions.RolePlanner], TrialID: t.trialID}); err != nil {
 			return t.abort(err)
 		}
+	}
+	if _, err := t.r.history.Settle(t.task.ID, t.it, t.trialID, trace.Reward, trace.Usable(), trace.Status); err != nil {
+		return t.abort(err)
 	}
 	if trace.Usable() {
 		return true

@@ -118,6 +118,11 @@ type PlanInput struct {
 	PriorContextHeader string
 	// Notes are human notes left for the run.
 	Notes []string
+	// Trial, when positive, makes this the plan of held-out evaluation
+	// trial Trial: the prompt names no iteration and the seed comes from the
+	// task and the trial alone, so every checkpoint sends the same request
+	// but for its skills, and each trial of a checkpoint draws its own plan.
+	Trial int
 }
 
 // ProposalInput is what the Planner sees when it proposes an edit.
@@ -189,7 +194,7 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (plan string, fellBack
 	b.Section("Your answer", "Write the plan for the Executor: numbered steps, the exact deliverables, "+
 		"the main risks and how to verify the result before submitting.")
 	b.Section("Task instruction", instruction)
-	b.Text(fmt.Sprintf("\n# Plan for task %s, iteration %d\n", in.TaskID, in.Iteration))
+	b.Text(fmt.Sprintf("\n# Plan for task %s, %s\n", in.TaskID, in.occasion()))
 	if prior != "" {
 		header := strings.TrimSpace(in.PriorContextHeader)
 		if header == "" {
@@ -202,22 +207,42 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (plan string, fellBack
 		b.Section("Notes from the researchers", notes)
 	}
 
+	seed := in.seed(p.Seed)
 	ans, fellBack, err := ask(ctx, p.Client, call[PlanAnswer]{
-		What:       fmt.Sprintf("plan task %s iteration %d", in.TaskID, in.Iteration),
+		What:       fmt.Sprintf("plan task %s %s", in.TaskID, in.occasion()),
 		Kind:       KindPlan,
 		Caller:     p.Caller,
-		Seed:       prompt.Seed(p.Seed, string(KindPlan), in.TaskID, strconv.Itoa(in.Iteration)),
+		Seed:       seed,
 		System:     prompt.System(plannerRole, in.PlannerSkill, plannerPlanHeader),
 		User:       b.String(),
 		Schema:     planSchema(),
 		SchemaName: schemaPlan,
 		Fallback:   PlanAnswer{Plan: FallbackPlan},
-		Offline:    func(int64) PlanAnswer { return offlinePlan(in.TaskID, instruction, prior) },
+		Offline:    func(int64) PlanAnswer { return offlinePlan(seed, in.TaskID, instruction, prior) },
 	})
 	if err != nil {
 		return "", false, err
 	}
 	return prompt.Cap(strings.TrimSpace(ans.Plan), plannerMaxPlanChars), fellBack, nil
+}
+
+// occasion names what the plan is for in its prompt: an iteration during
+// training, a trial alone in a held-out evaluation.
+func (in PlanInput) occasion() string {
+	if in.Trial > 0 {
+		return fmt.Sprintf("evaluation trial %d", in.Trial)
+	}
+	return fmt.Sprintf("iteration %d", in.Iteration)
+}
+
+// seed is the plan call's seed: an evaluation trial's depends on the task
+// and the trial only, so it is the same at every checkpoint (common random
+// numbers) and differs between the trials of one checkpoint.
+func (in PlanInput) seed(base int64) int64 {
+	if in.Trial > 0 {
+		return prompt.Seed(base, string(KindPlan), in.TaskID, "evaluation", strconv.Itoa(in.Trial))
+	}
+	return prompt.Seed(base, string(KindPlan), in.TaskID, strconv.Itoa(in.Iteration))
 }
 
 // recentNotes lists the most recent human notes, at most plannerMaxNotes of

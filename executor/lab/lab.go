@@ -329,7 +329,7 @@ func (r *labRun) offlineTrial(instruction string, withPlan bool) OfflineTrial {
 		TaskID:      r.in.Task.ID,
 		Instruction: instruction,
 		Workdir:     r.tools.workdir(),
-		Iteration:   r.in.Iteration,
+		Seed:        r.in.Seed,
 		Skill:       r.in.ExecutorSkill,
 	}
 	if withPlan {

@@ -553,7 +553,7 @@ func TestLabOfflineTrial(t *testing.T) {
 	in := labInput(t, newLabFakeSandbox(nil), instruction)
 	r := &labRun{in: in, tools: &ContainerTools{Workdir: "/srv/work"}}
 	top := r.offlineTrial(in.Task.Instruction, true)
-	want := OfflineTrial{TaskID: in.Task.ID, Instruction: instruction, Workdir: "/srv/work", Iteration: 3,
+	want := OfflineTrial{TaskID: in.Task.ID, Instruction: instruction, Workdir: "/srv/work", Seed: in.Seed,
 		Skill: in.ExecutorSkill, Plan: in.Plan}
 	if top != want {
 		t.Errorf("top-level offline trial = %+v, want %+v", top, want)

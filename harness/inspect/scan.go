@@ -64,9 +64,16 @@ type update struct {
 
 // scoredReward reports the trial's reward when it has a valid one.
 // Environment failures and interrupted trials never do, whatever a writer
-// put in the column: neither says anything about the agent.
+// put in the column: neither says anything about the agent. A trial the
+// agent itself broke (rundir.AgentFault) scores 0, as in the gate.
 func (r *record) scoredReward() (float64, bool) {
-	if r.EnvFailure || !r.HasReward || r.Status == rundir.TrialInterrupted {
+	if r.EnvFailure || r.Status == rundir.TrialInterrupted {
+		return 0, false
+	}
+	if rundir.AgentFault(r.Status, r.Cause) {
+		return 0, true
+	}
+	if !r.HasReward {
 		return 0, false
 	}
 	return r.Reward, true
@@ -96,6 +103,9 @@ var (
 		strCol("lab", func(r *record) *string { return &r.Lab }),
 		strCol("task_id", func(r *record) *string { return &r.TaskID }),
 		strCol("status", func(r *record) *string { return (*string)(&r.Status) }),
+		// The cause tells an agent's own error, which scores 0, from a
+		// model failure, which scores nothing (see scoredReward).
+		strCol("cause", func(r *record) *string { return &r.Cause }),
 		strCol("phase", func(r *record) *string { return &r.Phase }),
 		{[]string{"checkpoint_iteration"}, parquet.Int32, func(r *record, v parquet.Value, _ interner) { r.Checkpoint = v.Int32() }},
 		{[]string{"seed"}, parquet.Int64, func(r *record, v parquet.Value, _ interner) { r.Seed = v.Int64() }},
@@ -112,7 +122,6 @@ var (
 	// failureColumns say why a trial failed; parts written before they
 	// existed leave them empty.
 	failureColumns = []column{
-		strCol("cause", func(r *record) *string { return &r.Cause }),
 		{[]string{"model_failures"}, parquet.Int32, func(r *record, v parquet.Value, _ interner) { r.ModelFailures = v.Int32() }},
 		{[]string{"malformed_tool_calls"}, parquet.Int32, func(r *record, v parquet.Value, _ interner) { r.MalformedToolCalls = v.Int32() }},
 		{[]string{"cached_input_tokens"}, parquet.Int64, func(r *record, v parquet.Value, _ interner) { r.CachedInputTokens = v.Int64() }},
