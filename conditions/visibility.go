@@ -45,6 +45,9 @@ func ParseVerifierFeedback(s string) (VerifierFeedback, error) {
 	return "", fmt.Errorf("unknown verifier_feedback %q: choose outcome, tests or diagnostics", s)
 }
 
+// Shows reports whether level v lets a digest of a trial carry e.
+func (v VerifierFeedback) Shows(e Evidence) bool { return traceEvidence(v).Has(e) }
+
 // atLeast reports whether v shows at least as much as min.
 func (v VerifierFeedback) atLeast(min VerifierFeedback) bool {
 	return slices.Index(VerifierLevels(), v) >= slices.Index(VerifierLevels(), min)
@@ -231,7 +234,9 @@ func (s Setting) Visible(c Consumer) EvidenceSet {
 		if s.Condition.ProposalFeedback() == FeedbackNone {
 			return 0
 		}
-		out = out.With(EvidenceInstruction, EvidenceExecutorSkill, EvidencePlannerSkill, EvidenceRejections)
+		// The outcome of the trial the feedback is about is shown at every
+		// verifier level: a proposal judged without it may fix what passed.
+		out = out.With(EvidenceInstruction, EvidenceExecutorSkill, EvidencePlannerSkill, EvidenceRejections, EvidenceOutcome)
 		out |= s.priorFeedback(false)
 	case ConsumerPlannerDraft:
 		if s.Condition.ProposalFeedback() == FeedbackNone {
@@ -251,7 +256,7 @@ func (s Setting) Visible(c Consumer) EvidenceSet {
 		if s.Condition.ProposalFeedback() == FeedbackNone {
 			return 0
 		}
-		out = out.With(EvidenceExecutorSkill, EvidenceProposals, EvidenceProposalEvidence)
+		out = out.With(EvidenceExecutorSkill, EvidenceProposals, EvidenceProposalEvidence, EvidenceOutcome)
 		out |= s.priorFeedback(false)
 	case ConsumerReflector:
 		if s.Condition == NoFeedback {

@@ -17,6 +17,9 @@ type trialEvidence struct {
 	trace    *executor.Trace
 	plan     string
 	maxChars int
+	// verifier is the run's verifier_feedback level, named in a digest so
+	// that a section it hides says so.
+	verifier conditions.VerifierFeedback
 	// transcript condenses the Executor's transcript; it is only called for
 	// a consumer that may see it, since reading it costs.
 	transcript func() string
@@ -35,7 +38,7 @@ func (r *Run) visible(c conditions.Consumer) conditions.EvidenceSet { return r.s
 // Whatever is not allowed is left empty, never summarised or hinted at.
 func (e *trialEvidence) digest(allowed conditions.EvidenceSet) mediator.TraceDigest {
 	t := e.trace
-	d := mediator.TraceDigest{TaskID: t.TaskID, Iteration: t.Iteration}
+	d := mediator.TraceDigest{TaskID: t.TaskID, Iteration: t.Iteration, Verifier: e.verifier}
 	if allowed.Has(conditions.EvidenceOutcome) {
 		d.Status, d.Reward = string(t.Status), t.Reward
 		d.TestsPassed, d.TestsFailed, d.TestsTotal = t.Tests.Passed, t.Tests.Failed, t.Tests.Total
@@ -91,6 +94,15 @@ func (r *Run) proposalsFor(c conditions.Consumer, batch []mediator.Proposal) []m
 	}
 	for i := range out {
 		out[i].Digest, out[i].DigestKind, out[i].LaterRewards = "", "", nil
+		if !r.visible(c).Has(conditions.EvidenceOutcome) {
+			out[i].Outcome = mediator.Outcome{}
+		}
 	}
 	return out
+}
+
+// outcome is the verifier's verdict on a trial, for a role allowed to see it.
+func outcome(t *executor.Trace) mediator.Outcome {
+	return mediator.Outcome{Status: string(t.Status), Reward: t.Reward,
+		TestsPassed: t.Tests.Passed, TestsFailed: t.Tests.Failed, TestsTotal: t.Tests.Total}
 }

@@ -491,7 +491,10 @@ func TestAdvisorSeesProposalEvidence(t *testing.T) {
 			later += len(want)
 			line := fmt.Sprintf("rewards of task %s since: %s\n", e.TaskID, strings.Join(want, ", "))
 			if len(want) == 0 {
-				line = fmt.Sprintf("rewards of task %s since: none yet\n", e.TaskID)
+				line = fmt.Sprintf("later attempts at task %s: none yet\n", e.TaskID)
+			}
+			if !strings.Contains(prompt, fmt.Sprintf("outcome of iteration %d: status: ", e.Iteration)) {
+				t.Errorf("the Advisor's prompt lacks the outcome of the trial %s was proposed after", e.ID)
 			}
 			if !strings.Contains(prompt, line) {
 				t.Errorf("batch %s (iteration %d): the Advisor's prompt lacks %q for %s", batchID, reviewedAt[batchID], line, e.ID)

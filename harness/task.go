@@ -48,7 +48,7 @@ func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task,
 		return t.out
 	}
 	feedback, ok := t.feedback(ctx, plan, trace)
-	if !ok || !t.propose(ctx, feedback) {
+	if !ok || !t.propose(ctx, feedback, trace) {
 		return t.out
 	}
 	t.end(nil)
@@ -190,7 +190,7 @@ func (t *taskRun) settle(plan string, trace *executor.Trace) bool {
 // a trace summary or a Mediator report, as the condition says.
 // Both are cut from one evidence object through the visibility contract.
 func (t *taskRun) feedback(ctx context.Context, plan string, trace *executor.Trace) (string, bool) {
-	ev := &trialEvidence{trace: trace, plan: plan, maxChars: t.r.Config.Experiment.TaskOutputMaxChars,
+	ev := &trialEvidence{trace: trace, plan: plan, maxChars: t.r.Config.Experiment.TaskOutputMaxChars, verifier: t.r.Config.Experiment.Verifier(),
 		transcript: func() string { return t.condensedTranscript(trace) }}
 	switch t.r.Spec.Condition.PlannerContext() {
 	case conditions.ContextTraceSummaries:
@@ -264,7 +264,7 @@ func (t *taskRun) report(ctx context.Context, digest mediator.TraceDigest) (stri
 
 // propose is step 5: an executor-skill proposal, when the policy and the
 // feedback allow one. It is buffered for the next Advisor batch.
-func (t *taskRun) propose(ctx context.Context, feedback string) bool {
+func (t *taskRun) propose(ctx context.Context, feedback string, trace *executor.Trace) bool {
 	allowed := t.r.visible(conditions.ConsumerPlannerProposal)
 	if !t.r.Spec.Policy.Executor || feedback == "" || !t.lab() || allowed.Empty() {
 		return true
@@ -276,6 +276,9 @@ func (t *taskRun) propose(ctx context.Context, feedback string) bool {
 	in.PlannerSkill = shown(allowed, conditions.EvidencePlannerSkill, t.in.skillText[conditions.RolePlanner])
 	if allowed.Has(conditions.EvidenceRejections) {
 		in.RecentRejections = t.r.recentRejections()
+	}
+	if allowed.Has(conditions.EvidenceOutcome) {
+		in.Outcome = outcome(trace)
 	}
 	ans, fellBack, err := t.r.plannerFor("planner/"+t.trialID+"/proposal").Propose(ctx, in)
 	if err != nil {
@@ -307,7 +310,7 @@ func (t *taskRun) propose(ctx context.Context, feedback string) bool {
 	}
 	t.out.proposal = &mediator.Proposal{ID: id, TaskID: t.task.ID, Iteration: t.it, EntryIDs: entryIDs,
 		OldContent: ans.OldContent, NewContent: ans.NewContent, Reasoning: ans.Reasoning,
-		Digest: feedback, DigestKind: string(t.r.Spec.Condition.ProposalFeedback())}
+		Digest: feedback, DigestKind: string(t.r.Spec.Condition.ProposalFeedback()), Outcome: outcome(trace)}
 	t.row.ProposalBuffered = true
 	return true
 }
