@@ -6,6 +6,7 @@ import (
 
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/mediator"
 )
 
@@ -105,4 +106,21 @@ func (r *Run) proposalsFor(c conditions.Consumer, batch []mediator.Proposal) []m
 func outcome(t *executor.Trace) mediator.Outcome {
 	return mediator.Outcome{Status: string(t.Status), Reward: t.Reward,
 		TestsPassed: t.Tests.Passed, TestsFailed: t.Tests.Failed, TestsTotal: t.Tests.Total}
+}
+
+// trialOutcome is a trial's verdict as a history entry records it.
+func trialOutcome(t *executor.Trace) *rundir.TrialOutcome {
+	o := outcome(t)
+	return &rundir.TrialOutcome{Status: o.Status, Reward: o.Reward, TestsPassed: o.TestsPassed,
+		TestsFailed: o.TestsFailed, TestsTotal: o.TestsTotal}
+}
+
+// digestOutcome is the outcome a digest carries, as a history entry
+// records it; nil when the digest carries none.
+func digestOutcome(d mediator.TraceDigest) *rundir.TrialOutcome {
+	if d.Status == "" {
+		return nil
+	}
+	return &rundir.TrialOutcome{Status: d.Status, Reward: d.Reward, TestsPassed: d.TestsPassed,
+		TestsFailed: d.TestsFailed, TestsTotal: d.TestsTotal}
 }

@@ -512,3 +512,43 @@ func TestAdvisorSeesProposalEvidence(t *testing.T) {
 		}
 	}
 }
+
+// The Reflector sees each side of a pair with its own trial's outcome and,
+// for a plan, the prior context it was written from; the history records
+// both.
+func TestReflectorSeesWhatEachEntryCameFrom(t *testing.T) {
+	tr := newTestRun(t, conditions.LearnedMediator, conditions.PolicyAll, []string{"a", "b"}, 6, func(c *config.Config) {
+		c.Experiment.CoevoInterval = 2
+	})
+	tr.trials.reward["b"] = 0.5
+	tr.execute(t)
+	h, err := rundir.OpenHistory(filepath.Join(tr.run.Dir.Path, rundir.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	sourced := 0
+	for _, e := range h.Entries(func(e *rundir.Entry) bool { return e.Kind == rundir.EntryPlan }) {
+		if e.Trial == nil || e.Trial.Status == "" {
+			t.Errorf("plan %s records no outcome of its trial", e.ID)
+		}
+		if e.Source != "" {
+			sourced++
+			if !strings.Contains(e.Source, "The Mediator's report on your last attempt at this task:") {
+				t.Errorf("plan %s records a source without its title: %q", e.ID, e.Source)
+			}
+		}
+	}
+	if sourced == 0 {
+		t.Error("no plan records the prior context it was written from")
+	}
+	reqs := tr.rec.ByKind(mediator.KindReflection)
+	if len(reqs) == 0 {
+		t.Fatal("the Reflector was never called")
+	}
+	for _, q := range reqs {
+		if p := promptText(q); !strings.Contains(p, "its own trial: status: ") {
+			t.Errorf("a reflection prompt shows no entry's own trial:\n%s", p)
+		}
+	}
+}

@@ -30,6 +30,9 @@ type taskRun struct {
 	// tap collects what this task's work is charged, for its row.
 	tap *llm.Tap
 	out taskOutcome
+	// prior is the prior context the plan was written from, titled, as the
+	// Reflector sees it beside the plan.
+	prior string
 }
 
 func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task, in *iterationInput) taskOutcome {
@@ -81,6 +84,9 @@ func (t *taskRun) plan(ctx context.Context) (string, bool) {
 	}
 	if !t.lab() {
 		return "", true
+	}
+	if prior != "" {
+		t.prior = header + ":\n" + prior
 	}
 	in := mediator.PlanInput{TaskID: t.task.ID, Iteration: t.it, PriorContext: prior, PriorContextHeader: header}
 	in.Instruction = shown(allowed, conditions.EvidenceInstruction, t.task.Instruction)
@@ -171,7 +177,7 @@ func (t *taskRun) settle(plan string, trace *executor.Trace) bool {
 	}
 	if t.lab() {
 		if err := t.r.history.Add(rundir.Entry{ID: t.r.entryID(t.it, t.task.ID, rundir.EntryPlan), Role: string(conditions.RolePlanner),
-			Kind: rundir.EntryPlan, TaskID: t.task.ID, Iteration: t.it, Content: plan,
+			Kind: rundir.EntryPlan, TaskID: t.task.ID, Iteration: t.it, Content: plan, Source: t.prior, Trial: trialOutcome(trace),
 			SkillHash: t.in.hashes[conditions.RolePlanner], TrialID: t.trialID}); err != nil {
 			return t.abort(err)
 		}
@@ -250,7 +256,7 @@ func (t *taskRun) report(ctx context.Context, digest mediator.TraceDigest) (stri
 	}
 	if err := t.r.history.Add(rundir.Entry{ID: id, Role: string(conditions.RoleMediator), Kind: rundir.EntryReport,
 		TaskID: t.task.ID, Iteration: t.it, Content: rep.Content, Path: rel, Withheld: rep.Withheld,
-		SkillHash: hash, TrialID: t.trialID}); err != nil {
+		SkillHash: hash, TrialID: t.trialID, Trial: digestOutcome(digest)}); err != nil {
 		return "", t.abort(err)
 	}
 	if rep.Withheld {
@@ -295,7 +301,7 @@ func (t *taskRun) propose(ctx context.Context, feedback string, trace *executor.
 	}
 	id := t.r.entryID(t.it, t.task.ID, rundir.EntryProposal)
 	if err := t.r.history.Add(rundir.Entry{ID: id, Role: string(conditions.RolePlanner), Kind: rundir.EntryProposal,
-		TaskID: t.task.ID, Iteration: t.it, Content: ans.NewContent,
+		TaskID: t.task.ID, Iteration: t.it, Content: ans.NewContent, Source: feedback, Trial: trialOutcome(trace),
 		SkillHash: t.in.hashes[conditions.RolePlanner], TrialID: t.trialID}); err != nil {
 		return t.abort(err)
 	}

@@ -100,6 +100,8 @@ const (
 the plan it followed, and a condensed transcript of the commands it ran and what they printed) and decide
 what, if anything, the Planner should learn from it. You write one report for the Planner, or withhold it
 with a reason. You never change the task, never talk to the Executor and never edit skills.
+The experiment's setting may hide some of the verifier's evidence from you: a section marked "withheld by
+the setting" was hidden, not empty, and never means that nothing failed.
 Answer with one JSON object with the fields abstraction_level ("trace", "reflection" or "pattern"),
 content (the report; empty when withheld), withheld (true or false) and reasoning.`
 )
@@ -136,7 +138,7 @@ func (m *Mediator) Report(ctx context.Context, protocol string, d TraceDigest) (
 		Schema:     reportSchema(),
 		SchemaName: schemaReport,
 		Fallback:   ReportAnswer{Withheld: true, Reasoning: ReasonInvalidOutput},
-		Offline:    func(seed int64) ReportAnswer { return offlineReport(seed, protocol, d.TaskID, iter, trace) },
+		Offline:    func(seed int64) ReportAnswer { return offlineReport(seed, protocol, d.TaskID, iter, offlineTrace(d)) },
 	})
 	if err != nil {
 		return Report{}, err
@@ -216,6 +218,15 @@ func (d TraceDigest) shown(e conditions.Evidence, body string) string {
 // a hidden section from an empty one.
 func (d TraceDigest) withheld() string {
 	return fmt.Sprintf("withheld by the setting verifier_feedback = %q", string(d.Verifier))
+}
+
+// offlineTrace is the trace the offline Mediator reports on: the trial's
+// evidence without the notes on what the setting withholds, so offline
+// answers depend on what a trial showed, not on how hidden sections are
+// labelled.
+func offlineTrace(d TraceDigest) string {
+	d.Verifier = ""
+	return renderTrace(d)
 }
 
 // KindReport is the kind of the Mediator's call: report or withhold.
