@@ -107,7 +107,7 @@ var evidenceText = [evidenceCount]string{
 	EvidenceProposalEvidence: "the feedback each proposal came from, and its task's rewards since",
 	EvidenceRejections:       "summaries of recently rejected batches",
 	EvidenceAdvice:           "the Advisor's feedback on an approved batch",
-	EvidenceHistory:          "history entries (plans, reports, proposals) with delayed rewards",
+	EvidenceHistory:          "history entries (plans, reports, proposals) with delayed rewards, their own trial's outcome and what they were written from",
 }
 
 // String describes the evidence in plain words.
