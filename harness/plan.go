@@ -373,8 +373,8 @@ func (p *Plan) settle(cfg *config.Config) {
 
 // warnEmptySharedNotes warns of shared_notes rows whose Planner would read
 // nothing: with [experiment] shared_notes empty, such a row is no_feedback
-// under another name. It warns rather than refuses, since the baseline
-// matrix carries a shared_notes row whatever the notes say.
+// under another name. It warns rather than refuses, so a run begun
+// without notes still resumes, and a row meant as a control still runs.
 func (p *Plan) warnEmptySharedNotes(cfg *config.Config) {
 	if p.Agent != AgentLab || strings.TrimSpace(cfg.Experiment.SharedNotes) != "" {
 		return

@@ -422,7 +422,7 @@ func dispatchTool(lab config.Lab) llm.Tool {
 		Description: fmt.Sprintf("Start a fresh subagent on a task and get back its final report. "+
 			"explore investigates read-only (quota %d per trial), plan designs an approach read-only (quota %d), "+
 			"code is the only one that runs commands and writes files (quota %d). The subagent sees only the task "+
-			"text you give it and the executor skill, so make the task self-contained.",
+			"text you give it, the executor skill and the list of task skills, so make the task self-contained.",
 			lab.ExploreQuota, lab.PlanQuota, lab.CodeQuota),
 		Parameters: objectParams(map[string]any{
 			"agent": map[string]any{
