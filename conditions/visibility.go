@@ -262,9 +262,15 @@ func (s Setting) Visible(c Consumer) EvidenceSet {
 		if s.Condition == NoFeedback {
 			return 0
 		}
-		out = out.With(EvidenceHistory, EvidencePlannerSkill)
+		out = out.With(EvidenceHistory, EvidencePlannerSkill, EvidenceOutcome)
 		if s.Condition == LearnedMediator {
 			out = out.With(EvidenceMediatorSkill)
+		}
+		// Each plan and proposal is shown with what it was written from,
+		// except trace summaries: they carry the verifier's evidence,
+		// which the Reflector is not shown beyond each trial's outcome.
+		if s.Condition.PlannerContext() != ContextTraceSummaries {
+			out |= s.priorFeedback(true)
 		}
 	case ConsumerCompactor:
 		if s.Condition != FullTraces {

@@ -124,3 +124,19 @@ func digestOutcome(d mediator.TraceDigest) *rundir.TrialOutcome {
 	return &rundir.TrialOutcome{Status: d.Status, Reward: d.Reward, TestsPassed: d.TestsPassed,
 		TestsFailed: d.TestsFailed, TestsTotal: d.TestsTotal}
 }
+
+// sourceShown reports whether the Reflector may see what this run's plans
+// and proposals were written from: not trace summaries, which carry the
+// verifier's evidence beyond the outcome.
+func (r *Run) sourceShown() bool {
+	v := r.visible(conditions.ConsumerReflector)
+	return v.Has(conditions.EvidenceSharedNotes) || v.Has(conditions.EvidenceOwnReports)
+}
+
+// shownSource is source when it may be shown, else "".
+func shownSource(ok bool, source string) string {
+	if ok {
+		return source
+	}
+	return ""
+}

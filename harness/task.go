@@ -85,7 +85,7 @@ func (t *taskRun) plan(ctx context.Context) (string, bool) {
 	if !t.lab() {
 		return "", true
 	}
-	if prior != "" {
+	if prior != "" && t.r.sourceShown() {
 		t.prior = header + ":\n" + prior
 	}
 	in := mediator.PlanInput{TaskID: t.task.ID, Iteration: t.it, PriorContext: prior, PriorContextHeader: header}
@@ -301,7 +301,7 @@ func (t *taskRun) propose(ctx context.Context, feedback string, trace *executor.
 	}
 	id := t.r.entryID(t.it, t.task.ID, rundir.EntryProposal)
 	if err := t.r.history.Add(rundir.Entry{ID: id, Role: string(conditions.RolePlanner), Kind: rundir.EntryProposal,
-		TaskID: t.task.ID, Iteration: t.it, Content: ans.NewContent, Source: feedback, Trial: trialOutcome(trace),
+		TaskID: t.task.ID, Iteration: t.it, Content: ans.NewContent, Source: shownSource(t.r.sourceShown(), feedback), Trial: trialOutcome(trace),
 		SkillHash: t.in.hashes[conditions.RolePlanner], TrialID: t.trialID}); err != nil {
 		return t.abort(err)
 	}

@@ -96,7 +96,9 @@ func gBatch(s conditions.Setting) []Proposal {
 		Reasoning:  "the rows were out of order", Digest: feedback, DigestKind: string(kind), Outcome: gOutcome()}}
 }
 
-func gPairs(role conditions.Role) []Pair {
+// gPairs are one pair of the role's entries; the better one shows what it
+// was written from where the setting lets the Reflector see it.
+func gPairs(s conditions.Setting, role conditions.Role) []Pair {
 	kind, worse, better := "plan", "1. Merge the files.", gPlan
 	if role == conditions.RoleMediator {
 		kind, worse, better = "report", "The Executor did fine.", gReport
@@ -105,8 +107,12 @@ func gPairs(role conditions.Role) []Pair {
 		return PairEntry{ID: id, Role: string(role), Kind: kind, TaskID: gTask, Iteration: it, Content: content,
 			Reward: reward, Source: source, Outcome: Outcome{Status: "completed", Reward: ptr(reward), TestsPassed: int(2 * reward), TestsFailed: 2 - int(2*reward), TestsTotal: 2}}
 	}
+	source := ""
+	if header, prior := gPrior(s.Visible(conditions.ConsumerReflector)); prior != "" && role == conditions.RolePlanner {
+		source = header + ":\n" + prior
+	}
 	return []Pair{{Worse: entry("row/i0001/csv-merge/"+kind, 1, worse, 0, ""),
-		Better: entry("row/i0002/csv-merge/"+kind, 2, better, 1, "Report on iteration 1:\n"+gReport), Gap: 1}}
+		Better: entry("row/i0002/csv-merge/"+kind, 2, better, 1, source), Gap: 1}}
 }
 
 // goldenCall renders one role's call under s into a request; ok is false
@@ -152,14 +158,14 @@ func goldenCalls() []goldenCall {
 			return err
 		}, `{"approve":true,"feedback":"good"}`},
 		{"reflector-planner", conditions.ConsumerReflector, func(t *testing.T, s conditions.Setting, c *llm.Client) error {
-			_, err := (&Reflector{Client: c, Caller: "reflector"}).Reflect(ctx, conditions.RolePlanner, skill(t, "planner"), gPairs(conditions.RolePlanner))
+			_, err := (&Reflector{Client: c, Caller: "reflector"}).Reflect(ctx, conditions.RolePlanner, skill(t, "planner"), gPairs(s, conditions.RolePlanner))
 			return err
 		}, `{"no_change":true,"content":"","reasoning":"r"}`},
 		{"reflector-mediator", conditions.ConsumerReflector, func(t *testing.T, s conditions.Setting, c *llm.Client) error {
 			if !s.Visible(conditions.ConsumerReflector).Has(conditions.EvidenceMediatorSkill) {
 				return errNotCalled
 			}
-			_, err := (&Reflector{Client: c, Caller: "reflector"}).Reflect(ctx, conditions.RoleMediator, skill(t, "mediator"), gPairs(conditions.RoleMediator))
+			_, err := (&Reflector{Client: c, Caller: "reflector"}).Reflect(ctx, conditions.RoleMediator, skill(t, "mediator"), gPairs(s, conditions.RoleMediator))
 			return err
 		}, `{"no_change":true,"content":"","reasoning":"r"}`},
 		{"compactor", conditions.ConsumerCompactor, func(t *testing.T, s conditions.Setting, c *llm.Client) error {
