@@ -615,7 +615,13 @@ func pairEntry(e rundir.Entry) mediator.PairEntry {
 	if e.Reward != nil {
 		reward = *e.Reward
 	}
-	return mediator.PairEntry{ID: e.ID, Role: e.Role, Kind: e.Kind, TaskID: e.TaskID, Iteration: e.Iteration, Content: content, Reward: reward}
+	pe := mediator.PairEntry{ID: e.ID, Role: e.Role, Kind: e.Kind, TaskID: e.TaskID, Iteration: e.Iteration, Content: content,
+		Reward: reward, Source: e.Source}
+	if t := e.Trial; t != nil {
+		pe.Outcome = mediator.Outcome{Status: t.Status, Reward: t.Reward, TestsPassed: t.TestsPassed,
+			TestsFailed: t.TestsFailed, TestsTotal: t.TestsTotal}
+	}
+	return pe
 }
 
 const withheldNote = "[withheld: the Mediator gave the Planner no report for this trial]"

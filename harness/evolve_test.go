@@ -535,7 +535,10 @@ func TestAdvisorSeesProposalEvidence(t *testing.T) {
 			later += len(want)
 			line := fmt.Sprintf("rewards of task %s since: %s\n", e.TaskID, strings.Join(want, ", "))
 			if len(want) == 0 {
-				line = fmt.Sprintf("rewards of task %s since: none yet\n", e.TaskID)
+				line = fmt.Sprintf("later attempts at task %s: none yet\n", e.TaskID)
+			}
+			if !strings.Contains(prompt, fmt.Sprintf("outcome of iteration %d: status: ", e.Iteration)) {
+				t.Errorf("the Advisor's prompt lacks the outcome of the trial %s was proposed after", e.ID)
 			}
 			if !strings.Contains(prompt, line) {
 				t.Errorf("batch %s (iteration %d): the Advisor's prompt lacks %q for %s", batchID, reviewedAt[batchID], line, e.ID)
@@ -550,6 +553,46 @@ func TestAdvisorSeesProposalEvidence(t *testing.T) {
 			if p.Digest == "" || p.DigestKind != string(conditions.FeedbackMediatorReport) {
 				t.Errorf("rejected proposal %s has digest %q (%s)", p.ID, p.Digest, p.DigestKind)
 			}
+		}
+	}
+}
+
+// The Reflector sees each side of a pair with its own trial's outcome and,
+// for a plan, the prior context it was written from; the history records
+// both.
+func TestReflectorSeesWhatEachEntryCameFrom(t *testing.T) {
+	tr := newTestRun(t, conditions.LearnedMediator, conditions.PolicyAll, []string{"a", "b"}, 6, func(c *config.Config) {
+		c.Experiment.CoevoInterval = 2
+	})
+	tr.trials.reward["b"] = 0.5
+	tr.execute(t)
+	h, err := rundir.OpenHistory(filepath.Join(tr.run.Dir.Path, rundir.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	sourced := 0
+	for _, e := range h.Entries(func(e *rundir.Entry) bool { return e.Kind == rundir.EntryPlan }) {
+		if e.Trial == nil || e.Trial.Status == "" {
+			t.Errorf("plan %s records no outcome of its trial", e.ID)
+		}
+		if e.Source != "" {
+			sourced++
+			if !strings.Contains(e.Source, "The Mediator's report on your last attempt at this task:") {
+				t.Errorf("plan %s records a source without its title: %q", e.ID, e.Source)
+			}
+		}
+	}
+	if sourced == 0 {
+		t.Error("no plan records the prior context it was written from")
+	}
+	reqs := tr.rec.ByKind(mediator.KindReflection)
+	if len(reqs) == 0 {
+		t.Fatal("the Reflector was never called")
+	}
+	for _, q := range reqs {
+		if p := promptText(q); !strings.Contains(p, "its own trial: status: ") {
+			t.Errorf("a reflection prompt shows no entry's own trial:\n%s", p)
 		}
 	}
 }

@@ -122,6 +122,9 @@ type Plan struct {
 	config *config.Config
 	// Notes are caveats a reader of the plan should know.
 	Notes []string `json:"notes,omitempty"`
+	// Warnings are what makes a row measure something other than its name
+	// says; a run prints them on stderr when it starts, a dry run lists them.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // PlanOptions are the choices a plan is built from. Zero values mean the
@@ -354,6 +357,7 @@ func (o *PlanOptions) apply(cfg *config.Config) *config.Config {
 // settle records in cfg what the plan decided beyond the command line, so
 // the run's config.toml says what was run, and keeps it as the plan's.
 func (p *Plan) settle(cfg *config.Config) {
+	p.warnEmptySharedNotes(cfg)
 	// A resumed offline run stays offline whatever the configuration says.
 	if p.Offline {
 		cfg.SetOffline()
@@ -367,6 +371,28 @@ func (p *Plan) settle(cfg *config.Config) {
 		cfg.Experiment.Seed = p.Seeds[0]
 	}
 	p.config = cfg
+}
+
+// warnEmptySharedNotes warns of shared_notes rows whose Planner would read
+// nothing: with [experiment] shared_notes empty, such a row is no_feedback
+// under another name. It warns rather than refuses, so a run begun
+// without notes still resumes, and a row meant as a control still runs.
+func (p *Plan) warnEmptySharedNotes(cfg *config.Config) {
+	if p.Agent != AgentLab || strings.TrimSpace(cfg.Experiment.SharedNotes) != "" {
+		return
+	}
+	var rows []string
+	for _, r := range p.Rows {
+		if r.Condition == conditions.SharedNotes && !slices.Contains(rows, r.Name) {
+			rows = append(rows, r.Name)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	p.Warnings = append(p.Warnings, fmt.Sprintf("row %s uses condition shared_notes, but [experiment] shared_notes is empty: "+
+		"its Planner reads no notes, so the row measures no_feedback under another name; write the notes in "+
+		"[experiment] shared_notes, or leave the row out", strings.Join(rows, ", ")))
 }
 
 // Config returns a copy of the configuration the plan runs with: the one it

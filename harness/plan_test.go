@@ -89,6 +89,37 @@ func TestBuildRunPlanNotesTheContainerCap(t *testing.T) {
 	}
 }
 
+func TestPlanWarnsOfEmptySharedNotes(t *testing.T) {
+	tests := []struct {
+		name      string
+		condition conditions.Condition
+		notes     string
+		agent     string
+		warn      bool
+	}{
+		{"shared_notes without notes", conditions.SharedNotes, "", "", true},
+		{"blank notes count as none", conditions.SharedNotes, " \n ", "", true},
+		{"shared_notes with notes", conditions.SharedNotes, "Check outputs first.", "", false},
+		{"another condition", conditions.NoFeedback, "", "", false},
+		{"an agent without a Planner", conditions.SharedNotes, "", AgentOracle, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := rundirTestConfig(t)
+			cfg.Experiment.SharedNotes = tt.notes
+			p, err := BuildRunPlan(cfg, PlanOptions{Tasks: []string{"a"}, Condition: tt.condition, Policy: conditions.PolicyNone,
+				Agent: tt.agent, OutDir: "out"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Contains(strings.Join(p.Warnings, "\n"), "[experiment] shared_notes is empty")
+			if got != tt.warn {
+				t.Errorf("warnings %q, want the empty shared_notes warning %v", p.Warnings, tt.warn)
+			}
+		})
+	}
+}
+
 func TestBuildRunPlanRefuses(t *testing.T) {
 	cfg := rundirTestConfig(t)
 	base := PlanOptions{Tasks: []string{"a"}, Condition: conditions.LearnedMediator, Policy: conditions.PolicyAll}

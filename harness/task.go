@@ -30,6 +30,9 @@ type taskRun struct {
 	// tap collects what this task's work is charged, for its row.
 	tap *llm.Tap
 	out taskOutcome
+	// prior is the prior context the plan was written from, titled, as the
+	// Reflector sees it beside the plan.
+	prior string
 }
 
 func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task, in *iterationInput) taskOutcome {
@@ -48,7 +51,7 @@ func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task,
 		return t.out
 	}
 	feedback, ok := t.feedback(ctx, plan, trace)
-	if !ok || !t.propose(ctx, feedback) {
+	if !ok || !t.propose(ctx, feedback, trace) {
 		return t.out
 	}
 	t.end(nil)
@@ -81,6 +84,9 @@ func (t *taskRun) plan(ctx context.Context) (string, bool) {
 	}
 	if !t.lab() {
 		return "", true
+	}
+	if prior != "" && t.r.sourceShown() {
+		t.prior = header + ":\n" + prior
 	}
 	in := mediator.PlanInput{TaskID: t.task.ID, Iteration: t.it, PriorContext: prior, PriorContextHeader: header}
 	in.Instruction = shown(allowed, conditions.EvidenceInstruction, t.task.Instruction)
@@ -170,7 +176,7 @@ func (t *taskRun) trial(ctx context.Context, plan string) (*executor.Trace, bool
 func (t *taskRun) settle(plan string, trace *executor.Trace) bool {
 	if t.lab() {
 		if err := t.r.history.Add(rundir.Entry{ID: t.r.entryID(t.it, t.task.ID, rundir.EntryPlan), Role: string(conditions.RolePlanner),
-			Kind: rundir.EntryPlan, TaskID: t.task.ID, Iteration: t.it, Content: plan,
+			Kind: rundir.EntryPlan, TaskID: t.task.ID, Iteration: t.it, Content: plan, Source: t.prior, Trial: trialOutcome(trace),
 			SkillHash: t.in.hashes[conditions.RolePlanner], TrialID: t.trialID}); err != nil {
 			return t.abort(err)
 		}
@@ -192,7 +198,7 @@ func (t *taskRun) settle(plan string, trace *executor.Trace) bool {
 // a trace summary or a Mediator report, as the condition says.
 // Both are cut from one evidence object through the visibility contract.
 func (t *taskRun) feedback(ctx context.Context, plan string, trace *executor.Trace) (string, bool) {
-	ev := &trialEvidence{trace: trace, plan: plan, maxChars: t.r.Config.Experiment.TaskOutputMaxChars,
+	ev := &trialEvidence{trace: trace, plan: plan, maxChars: t.r.Config.Experiment.TaskOutputMaxChars, verifier: t.r.Config.Experiment.Verifier(),
 		transcript: func() string { return t.condensedTranscript(trace) }}
 	switch t.r.Spec.Condition.PlannerContext() {
 	case conditions.ContextTraceSummaries:
@@ -252,7 +258,7 @@ func (t *taskRun) report(ctx context.Context, digest mediator.TraceDigest) (stri
 	}
 	if err := t.r.history.Add(rundir.Entry{ID: id, Role: string(conditions.RoleMediator), Kind: rundir.EntryReport,
 		TaskID: t.task.ID, Iteration: t.it, Content: rep.Content, Path: rel, Withheld: rep.Withheld,
-		SkillHash: hash, TrialID: t.trialID}); err != nil {
+		SkillHash: hash, TrialID: t.trialID, Trial: digestOutcome(digest)}); err != nil {
 		return "", t.abort(err)
 	}
 	if rep.Withheld {
@@ -266,7 +272,7 @@ func (t *taskRun) report(ctx context.Context, digest mediator.TraceDigest) (stri
 
 // propose is step 5: an executor-skill proposal, when the policy and the
 // feedback allow one. It is buffered for the next Advisor batch.
-func (t *taskRun) propose(ctx context.Context, feedback string) bool {
+func (t *taskRun) propose(ctx context.Context, feedback string, trace *executor.Trace) bool {
 	allowed := t.r.visible(conditions.ConsumerPlannerProposal)
 	if !t.r.Spec.Policy.Executor || feedback == "" || !t.lab() || allowed.Empty() {
 		return true
@@ -278,6 +284,9 @@ func (t *taskRun) propose(ctx context.Context, feedback string) bool {
 	in.PlannerSkill = shown(allowed, conditions.EvidencePlannerSkill, t.in.skillText[conditions.RolePlanner])
 	if allowed.Has(conditions.EvidenceRejections) {
 		in.RecentRejections = t.r.recentRejections()
+	}
+	if allowed.Has(conditions.EvidenceOutcome) {
+		in.Outcome = outcome(trace)
 	}
 	ans, fellBack, err := t.r.plannerFor(rundir.ProposalCaller(t.trialID)).Propose(ctx, in)
 	if err != nil {
@@ -294,7 +303,7 @@ func (t *taskRun) propose(ctx context.Context, feedback string) bool {
 	}
 	id := t.r.entryID(t.it, t.task.ID, rundir.EntryProposal)
 	if err := t.r.history.Add(rundir.Entry{ID: id, Role: string(conditions.RolePlanner), Kind: rundir.EntryProposal,
-		TaskID: t.task.ID, Iteration: t.it, Content: ans.NewContent,
+		TaskID: t.task.ID, Iteration: t.it, Content: ans.NewContent, Source: shownSource(t.r.sourceShown(), feedback), Trial: trialOutcome(trace),
 		SkillHash: t.in.hashes[conditions.RolePlanner], TrialID: t.trialID}); err != nil {
 		return t.abort(err)
 	}
@@ -309,7 +318,7 @@ func (t *taskRun) propose(ctx context.Context, feedback string) bool {
 	}
 	t.out.proposal = &mediator.Proposal{ID: id, TaskID: t.task.ID, Iteration: t.it, EntryIDs: entryIDs,
 		OldContent: ans.OldContent, NewContent: ans.NewContent, Reasoning: ans.Reasoning,
-		Digest: feedback, DigestKind: string(t.r.Spec.Condition.ProposalFeedback())}
+		Digest: feedback, DigestKind: string(t.r.Spec.Condition.ProposalFeedback()), Outcome: outcome(trace)}
 	t.row.ProposalBuffered = true
 	return true
 }

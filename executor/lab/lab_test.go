@@ -107,7 +107,8 @@ func TestLabSingleModeToolsAndCommands(t *testing.T) {
 		t.Fatalf("not submitted: %+v", res)
 	}
 	reqs := p.requests(labCaller)
-	want := []string{ToolListDir, ToolReadFile, ToolReadSkill, ToolRunCommand, ToolSubmit, ToolWriteFile}
+	// The sandbox lists no task skills, so read_skill is not offered.
+	want := []string{ToolListDir, ToolReadFile, ToolRunCommand, ToolSubmit, ToolWriteFile}
 	if got := toolNamesOf(reqs[0]); !slices.Equal(got, want) {
 		t.Errorf("single agent's tools = %v, want %v", got, want)
 	}
@@ -156,7 +157,10 @@ func hierarchicalScript() map[string][]labStep {
 }
 
 func TestLabHierarchicalAllowlists(t *testing.T) {
-	sb := newLabFakeSandbox(nil)
+	// The task ships a skill, so every agent may read it.
+	sb := newLabFakeSandbox(map[string]string{
+		"/root/.claude/skills/csv-tools/SKILL.md": "---\nname: csv-tools\ndescription: Helpers for CSV files.\n---\n\nUse python's csv module.\n",
+	})
 	p := newLabProvider(hierarchicalScript())
 	in := labInput(t, sb, "Do the task.")
 	res, err := NewAgent(labTestLab(config.ModeHierarchical), labClients(p, nil)).Run(context.Background(), in)

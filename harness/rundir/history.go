@@ -41,6 +41,22 @@ type Entry struct {
 	// for a plan, the next trial's for a report, and for a proposal what
 	// followed its batch's decision.
 	Reward *float64 `json:"reward,omitempty"`
+	// Source is what the entry was written from, when the Reflector should
+	// see it beside the entry: the prior context of a plan, the feedback
+	// of a proposal.
+	Source string `json:"source,omitempty"`
+	// Trial is the outcome of the entry's own trial (the one a plan
+	// guided, or a report or proposal is about); nil when none ran.
+	Trial *TrialOutcome `json:"trial,omitempty"`
+}
+
+// TrialOutcome is the verifier's verdict on one trial.
+type TrialOutcome struct {
+	Status      string   `json:"status"`
+	Reward      *float64 `json:"reward,omitempty"`
+	TestsPassed int      `json:"tests_passed,omitempty"`
+	TestsFailed int      `json:"tests_failed,omitempty"`
+	TestsTotal  int      `json:"tests_total,omitempty"`
 }
 
 // HistoryRecord is one line of history.jsonl: an entry, a trial's reward

@@ -108,6 +108,12 @@ func writePlanText(w io.Writer, p *harness.Plan) error {
 		field(&b, "Output", filepath.Join(p.OutBase(), outName(p))+string(filepath.Separator))
 	}
 
+	if len(p.Warnings) > 0 {
+		b.WriteString("\nWARNINGS:\n")
+		for _, w := range p.Warnings {
+			fmt.Fprintf(&b, "  - %s\n", w)
+		}
+	}
 	if len(p.Notes) > 0 {
 		b.WriteString("\nNotes:\n")
 		for _, n := range p.Notes {
