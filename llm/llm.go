@@ -135,7 +135,8 @@ type Response struct {
 	Attempts int `json:"attempts,omitempty"`
 	// Unreported is the estimated cost of attempts the endpoint received
 	// but answered without usage: failed attempts (an error status, a
-	// timeout, a malformed body). It is charged only under ChargeSent (see
+	// timeout, a malformed body, a connection lost after the request was
+	// written). It is charged only under ChargeSent (see
 	// Limits); what an endpoint did report for a failed attempt is in
 	// Usage, and always charged. On a failed call it is all there is.
 	Unreported Usage `json:"unreported,omitzero"`
