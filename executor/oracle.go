@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/internal/durable"
 )
 
@@ -54,10 +55,9 @@ func (OracleAgent) Run(ctx context.Context, in AgentInput) (AgentResult, error) 
 		{Name: "solve_stderr", Produced: max(res.StderrBytes, int64(len(res.Stderr))), Kept: int64(len(res.Stderr))},
 	}}
 	if in.JobDir != "" {
-		dir := filepath.Join(in.JobDir, "agent")
 		werr := errors.Join(
-			durable.WriteFile(filepath.Join(dir, "solve-stdout.txt"), []byte(res.Stdout), 0o644),
-			durable.WriteFile(filepath.Join(dir, "solve-stderr.txt"), []byte(res.Stderr), 0o644))
+			durable.WriteFile(filepath.Join(in.JobDir, rundir.SolveStdoutFile), []byte(res.Stdout), 0o644),
+			durable.WriteFile(filepath.Join(in.JobDir, rundir.SolveStderrFile), []byte(res.Stderr), 0o644))
 		if werr != nil && err == nil {
 			err = werr
 		}

@@ -286,7 +286,7 @@ func (r *Runner) runVerifier(ctx context.Context, spec TrialSpec, sb Sandbox) Ve
 	timeout := VerifierTimeout(spec.Task, r.Runtime)
 	logDir := ""
 	if spec.JobDir != "" {
-		logDir = filepath.Join(spec.JobDir, "verifier")
+		logDir = filepath.Join(spec.JobDir, rundir.VerifierDir)
 	} else {
 		tmp, err := os.MkdirTemp("", "harness-verifier-*")
 		if err != nil {

@@ -11,11 +11,15 @@ const (
 	AgentDir    = "agent"
 	VerifierDir = "verifier"
 	// AgentOutputFile is the agent's final output, when it gave one.
-	AgentOutputFile = "agent/output.txt"
+	AgentOutputFile = AgentDir + "/output.txt"
+	// SolveStdoutFile and SolveStderrFile keep the reference solution's
+	// output when the oracle agent ran it.
+	SolveStdoutFile = AgentDir + "/solve-stdout.txt"
+	SolveStderrFile = AgentDir + "/solve-stderr.txt"
 	// TranscriptFile is the lab agent's transcript, one message per line.
-	TranscriptFile = "agent/transcript.jsonl"
+	TranscriptFile = AgentDir + "/transcript.jsonl"
 	// CompactionBackupFile keeps the messages compaction dropped.
-	CompactionBackupFile = "agent/compaction-backup.jsonl"
+	CompactionBackupFile = AgentDir + "/compaction-backup.jsonl"
 )
 
 // TrialStatus is how a trial ended (a Trace's "status", the status column
