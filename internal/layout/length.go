@@ -18,20 +18,11 @@ func LongExempt() map[string]string {
 		"harness/gate.defaultTable": "a generated table of data (one literal per validation size), rewritten by harness/gate/simtable",
 		// Not split yet; the check fails on each entry once its function is
 		// short, so the list only shrinks.
-		"cmd/harness/cli.NewCmdInspect":            "a sequence of steps still to split",
-		"cmd/harness/cli.runInspect":               "a sequence of steps still to split",
-		"cmd/harness/cli.MatrixOptions.runOnSlurm": "a sequence of steps still to split",
-		"cmd/harness/cli.writePlanText":            "a sequence of steps still to split",
-		"cmd/harness/cli.NewCmdTasksTry":           "a sequence of steps still to split",
-		"config.decodeLayer":                       "a sequence of steps still to split",
-		"harness/gate.judge":                       "a sequence of steps still to split",
-		"harness/inspect.RunView.WriteText":        "a sequence of steps still to split",
-		"harness/inspect.Run":                      "a sequence of steps still to split",
-		"executor/docker.Backend.Start":            "a sequence of steps still to split",
-		"executor/docker.Container.exec":           "a sequence of steps still to split",
-		"executor.Runner.Run":                      "a sequence of steps still to split",
-		"executor.verify":                          "a sequence of steps still to split",
-		"harness/rundir.Create":                    "a sequence of steps still to split",
+		"executor/docker.Backend.Start":  "a sequence of steps still to split",
+		"executor/docker.Container.exec": "a sequence of steps still to split",
+		"executor.Runner.Run":            "a sequence of steps still to split",
+		"executor.verify":                "a sequence of steps still to split",
+		"harness/rundir.Create":          "a sequence of steps still to split",
 	}
 }
 

@@ -76,15 +76,8 @@ configuration), 3 environment failure (no Docker engine, failed image build),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.IO, o.Now, o.Resolver, o.Sandbox = f.IO, f.Now, f.Resolver, f.Sandbox
 			o.Task = args[0]
-			switch o.Agent {
-			case harness.AgentOracle, harness.AgentNop:
-			case harness.AgentLab:
-				return usagef("--agent lab is not available here: try checks a task with the oracle or nop agent; the lab's agents run with 'harness run --agent lab'")
-			default:
-				return usagef("unknown agent %q for --agent: use oracle (the task's reference solution) or nop (does nothing)", o.Agent)
-			}
-			if strings.TrimSpace(o.Out) == "" {
-				return usagef("--out must name a directory")
+			if err := checkTryFlags(o); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(cmd.Context(), o)
@@ -99,7 +92,28 @@ configuration), 3 environment failure (no Docker engine, failed image build),
 	fl.BoolVar(&o.Keep, "keep", false, "keep the container after the trial, for inspection ('harness gc' removes it)")
 	fl.BoolVar(&o.JSON, "json", false, "print the trace as JSON")
 	_ = cmd.MarkFlagDirname("out")
-	// A task id, or a task directory when no id matches.
+	registerTryCompletion(cmd, f)
+	return cmd
+}
+
+// checkTryFlags refuses an agent try cannot run and an empty --out.
+func checkTryFlags(o *TasksTryOptions) error {
+	switch o.Agent {
+	case harness.AgentOracle, harness.AgentNop:
+	case harness.AgentLab:
+		return usagef("--agent lab is not available here: try checks a task with the oracle or nop agent; the lab's agents run with 'harness run --agent lab'")
+	default:
+		return usagef("unknown agent %q for --agent: use oracle (the task's reference solution) or nop (does nothing)", o.Agent)
+	}
+	if strings.TrimSpace(o.Out) == "" {
+		return usagef("--out must name a directory")
+	}
+	return nil
+}
+
+// registerTryCompletion completes the argument (a task id, or a task
+// directory when no id matches) and --agent.
+func registerTryCompletion(cmd *cobra.Command, f *Factory) {
 	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
@@ -122,7 +136,6 @@ configuration), 3 environment failure (no Docker engine, failed image build),
 			cobra.CompletionWithDesc(harness.AgentNop, "does nothing"),
 		}, cobra.ShellCompDirectiveNoFileComp
 	})
-	return cmd
 }
 
 func runTasksTry(ctx context.Context, o *TasksTryOptions) error {
