@@ -135,6 +135,11 @@ type PlanOptions struct {
 	// empty.
 	Tasks   []string
 	TaskSet string
+	// ListTasks, when set, gives a new run's Tasks and TaskSet once its
+	// design has passed the rules, so that a broken design is refused
+	// before a task set is listed (which may download it). Its error is
+	// returned as it is.
+	ListTasks func() (tasks []string, set string, err error)
 	// Condition, Policy, Preset and Lab describe the single row of a run.
 	Condition conditions.Condition
 	Policy    conditions.Policy
@@ -215,6 +220,12 @@ func BuildRunPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 	}
 	if err := conditions.Validate(o.Condition, o.Policy); err != nil {
 		return nil, err
+	}
+	if o.ListTasks != nil && resumed == nil {
+		var err error
+		if o.Tasks, o.TaskSet, err = o.ListTasks(); err != nil {
+			return nil, err
+		}
 	}
 	if err := p.fillCommon(cfg, &o); err != nil {
 		return nil, err

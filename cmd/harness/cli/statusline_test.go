@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mediated-coevo/harness/harness"
@@ -15,7 +16,7 @@ import (
 func TestStatusLineFitsEightyColumns(t *testing.T) {
 	var buf bytes.Buffer
 	plan := &harness.Plan{Trials: 360, EvaluationTrials: 24, ValidationTrials: 40, Rows: make([]harness.RowSpec, 6)}
-	p := newProgress(&buf, plan, true, false)
+	p := newProgress(&buf, plan, true, false, time.Now)
 	p.width = 80
 	r := 0.5
 	spend := llm.Usage{InputTokens: 1_234_567, OutputTokens: 89_012, CostUSD: 12.3456, Retries: 17}

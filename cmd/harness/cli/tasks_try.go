@@ -184,7 +184,7 @@ func runTasksTry(ctx context.Context, o *TasksTryOptions) error {
 	// when ctx is cancelled, so exiting right after it leaves nothing running.
 	tr, err := harness.RunTrial(ctx, harness.TrialOptions{
 		Config:  cfg,
-		Backend: &announcingBackend{Backend: backend, w: o.IO.ErrOut, after: time.Second},
+		Backend: &announcingBackend{Backend: backend, w: o.IO.ErrOut, after: time.Second, now: now},
 		Task:    task,
 		Agent:   o.Agent,
 		JobDir:  jobDir,
@@ -350,6 +350,7 @@ type announcingBackend struct {
 	harness.Backend
 	w     io.Writer
 	after time.Duration
+	now   func() time.Time // the clock the build is timed with
 }
 
 func (b *announcingBackend) EnsureImage(ctx context.Context, task *benchmarks.Task) (string, bool, error) {
@@ -366,12 +367,12 @@ func (b *announcingBackend) EnsureImage(ctx context.Context, task *benchmarks.Ta
 			fmt.Fprintf(b.w, "building the image for task %s from %s (this can take a few minutes)...\n", task.ID, task.EnvironmentDir())
 		}
 	}()
-	start := time.Now()
+	start := b.now()
 	image, built, err := b.Backend.EnsureImage(ctx, task)
 	close(done)
 	wg.Wait() // the notice is never written after the lines that follow it
 	if err == nil && built {
-		fmt.Fprintf(b.w, "built image %s in %s\n", image, time.Since(start).Round(100*time.Millisecond))
+		fmt.Fprintf(b.w, "built image %s in %s\n", image, b.now().Sub(start).Round(100*time.Millisecond))
 	}
 	return image, built, err
 }
