@@ -22,7 +22,7 @@ import (
 
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/executor"
-	"github.com/mediated-coevo/harness/executor/compose"
+	"github.com/mediated-coevo/harness/benchmarks/compose"
 	"github.com/mediated-coevo/harness/internal/tartree"
 )
 

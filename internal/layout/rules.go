@@ -27,13 +27,13 @@ func Allowed() map[string][]string {
 		"internal/tartree":      {},
 		"internal/layout":       {},
 		"skills":                {"conditions", "internal/durable"},
-		"benchmarks":            {"config", "executor/compose", "skills"},
-		"executor/compose":      {},
+		"benchmarks":            {"config", "benchmarks/compose", "skills"},
+		"benchmarks/compose":    {},
 		"llm/prompt":            {},
 		"llm":                   {"config"},
 		"llm/llmtest":           {"llm"},
 		"executor":              {"internal/tartree", "benchmarks", "config", "internal/durable", "llm"},
-		"executor/docker":       {"executor", "executor/compose", "internal/tartree", "benchmarks", "config"},
+		"executor/docker":       {"executor", "benchmarks/compose", "internal/tartree", "benchmarks", "config"},
 		"executor/atif":         {"internal/durable", "llm"},
 		"executor/lab":          {"executor", "executor/atif", "conditions", "config", "internal/durable", "llm", "llm/prompt", "skills"},
 		"mediator":              {"executor", "conditions", "llm", "llm/prompt", "skills"},
@@ -60,16 +60,16 @@ func Allowed() map[string][]string {
 // container engine or a model client, and the trial contract knows no engine.
 func Isolated() map[string][]string {
 	return map[string][]string{
-		"harness/rundir":   {"github.com/docker/docker", "github.com/openai/openai-go"},
-		"harness/inspect":  {"github.com/docker/docker", "github.com/openai/openai-go"},
-		"harness/report":   {"github.com/docker/docker", "github.com/openai/openai-go"},
-		"harness/view":     {"github.com/docker/docker", "github.com/openai/openai-go"},
-		"executor":         {"github.com/docker/docker"},
-		"executor/compose": {"github.com/docker/docker"},
-		"llm":              {"github.com/docker/docker"},
-		"mediator":         {"github.com/docker/docker"},
-		"conditions":       {"github.com/docker/docker", "github.com/openai/openai-go"},
-		"config":           {"github.com/docker/docker", "github.com/openai/openai-go"},
+		"harness/rundir":     {"github.com/docker/docker", "github.com/openai/openai-go"},
+		"harness/inspect":    {"github.com/docker/docker", "github.com/openai/openai-go"},
+		"harness/report":     {"github.com/docker/docker", "github.com/openai/openai-go"},
+		"harness/view":       {"github.com/docker/docker", "github.com/openai/openai-go"},
+		"executor":           {"github.com/docker/docker"},
+		"benchmarks/compose": {"github.com/docker/docker"},
+		"llm":                {"github.com/docker/docker"},
+		"mediator":           {"github.com/docker/docker"},
+		"conditions":         {"github.com/docker/docker", "github.com/openai/openai-go"},
+		"config":             {"github.com/docker/docker", "github.com/openai/openai-go"},
 	}
 }
 
