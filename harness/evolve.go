@@ -167,7 +167,7 @@ func (r *Run) draftCandidate(ctx context.Context, it int, batchID string, batch 
 	adv.Caller = "coevo/advisor/" + batchID
 	review, err := adv.Review(ctx, batchID, string(current.Content), r.proposalsFor(conditions.ConsumerAdvisor, batch))
 	if err != nil {
-		if r.fatal(ctx, err) {
+		if r.stopsRun(ctx, err) {
 			return "", "", fmt.Errorf("advisor review of batch %s: %w", batchID, err)
 		}
 		return "", "", r.reject(rejection{Type: "batch", BatchID: batchID, Iteration: it,
@@ -182,7 +182,7 @@ func (r *Run) draftCandidate(ctx context.Context, it int, batchID string, batch 
 	pl.Caller = "coevo/draft/" + batchID
 	draft, fellBack, err := pl.Draft(ctx, string(current.Content), r.proposalsFor(conditions.ConsumerPlannerDraft, batch), advice)
 	if err != nil {
-		if r.fatal(ctx, err) {
+		if r.stopsRun(ctx, err) {
 			return "", "", fmt.Errorf("draft executor skill for batch %s: %w", batchID, err)
 		}
 		return "", "", r.reject(rejection{Type: "candidate", BatchID: batchID, Iteration: it,
@@ -512,7 +512,7 @@ func (r *Run) reflect(ctx context.Context, it int, role conditions.Role) ([]rund
 	rf.Caller = fmt.Sprintf("coevo/reflector/%s/i%04d", role, it)
 	out, err := rf.Reflect(ctx, role, string(current.Content), pairs)
 	if err != nil {
-		if r.fatal(ctx, err) {
+		if r.stopsRun(ctx, err) {
 			return nil, fmt.Errorf("reflect on the %s skill: %w", role, err)
 		}
 		out = mediator.Reflection{Outcome: "error", Reasoning: "the Reflector's model failed: " + err.Error()}

@@ -209,10 +209,10 @@ type iterAgg struct {
 	cost                float64
 }
 
-// Run reads one run directory: per-iteration rewards and statuses, the
-// skill-update timeline, rejected proposals, failures by status, and tokens
-// and cost by role.
-func Run(dir string) (*RunView, error) {
+// ReadRunView reads one run directory into its view: per-iteration rewards
+// and statuses, the skill-update timeline, rejected proposals, failures by
+// status, and tokens and cost by role.
+func ReadRunView(dir string) (*RunView, error) {
 	m, err := readManifest(dir)
 	if err != nil {
 		return nil, err

@@ -296,7 +296,7 @@ func runMatrixSummary(o *InspectOptions) error {
 
 // runRunView prints one run's view.
 func runRunView(o *InspectOptions) error {
-	view, err := inspect.Run(o.Dir)
+	view, err := inspect.ReadRunView(o.Dir)
 	if err != nil {
 		return err
 	}
