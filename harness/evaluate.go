@@ -105,7 +105,7 @@ func (r *Run) evalCheckpoint(ctx context.Context, cp checkpoint) ([]rundir.Metri
 	}
 	rows := make([]rundir.MetricRow, len(jobs))
 	errs := make([]error, len(jobs))
-	r.each(ctx, len(jobs), func(i int) { rows[i], errs[i] = r.evalTrial(ctx, cp, jobs[i].task, jobs[i].k) },
+	r.boundedParallel(ctx, len(jobs), func(i int) { rows[i], errs[i] = r.evalTrial(ctx, cp, jobs[i].task, jobs[i].k) },
 		func(i int, err error) { errs[i] = err })
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("evaluate checkpoint %d: %w", cp.iteration, err)
@@ -135,7 +135,7 @@ func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Tas
 			ExecutorSkill: shown(allowed, conditions.EvidenceExecutorSkill, cp.text[conditions.RoleExecutor]),
 			PlannerSkill:  shown(allowed, conditions.EvidencePlannerSkill, cp.text[conditions.RolePlanner])})
 		if err != nil {
-			if r.fatal(ctx, err) {
+			if r.stopsRun(ctx, err) {
 				return row, fmt.Errorf("plan evaluation trial %s: %w", trialID, err)
 			}
 			// The Planner's model failed: blamed on the model, so the trial

@@ -176,7 +176,7 @@ func (r *Run) draftCandidate(ctx context.Context, it int, batchID string, batch 
 	adv.Caller = rundir.AdvisorCaller(batchID).String()
 	review, err := adv.Review(ctx, batchID, string(current.Content), r.proposalsFor(conditions.ConsumerAdvisor, batch))
 	if err != nil {
-		if r.fatal(ctx, err) {
+		if r.stopsRun(ctx, err) {
 			return "", "", fmt.Errorf("advisor review of batch %s: %w", batchID, err)
 		}
 		return "", "", r.reject(rejection{Type: "batch", BatchID: batchID, Iteration: it,
@@ -191,7 +191,7 @@ func (r *Run) draftCandidate(ctx context.Context, it int, batchID string, batch 
 	pl.Caller = rundir.DraftCaller(batchID).String()
 	draft, fellBack, err := pl.Draft(ctx, string(current.Content), r.proposalsFor(conditions.ConsumerPlannerDraft, batch), advice)
 	if err != nil {
-		if r.fatal(ctx, err) {
+		if r.stopsRun(ctx, err) {
 			return "", "", fmt.Errorf("draft executor skill for batch %s: %w", batchID, err)
 		}
 		return "", "", r.reject(rejection{Type: "candidate", BatchID: batchID, Iteration: it,
@@ -553,7 +553,7 @@ func (r *Run) reflect(ctx context.Context, it int, role conditions.Role) ([]rund
 	rf.Caller = rundir.ReflectorCaller(role, it).String()
 	out, err := rf.Reflect(ctx, role, string(current.Content), pairs)
 	if err != nil {
-		if r.fatal(ctx, err) {
+		if r.stopsRun(ctx, err) {
 			return nil, fmt.Errorf("reflect on the %s skill: %w", role, err)
 		}
 		out = mediator.Reflection{Outcome: "error", Reasoning: "the Reflector's model failed: " + err.Error()}

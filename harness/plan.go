@@ -138,6 +138,11 @@ type PlanOptions struct {
 	// empty.
 	Tasks   []string
 	TaskSet string
+	// ListTasks, when set, gives a new run's Tasks and TaskSet once its
+	// design has passed the rules, so that a broken design is refused
+	// before a task set is listed (which may download it). Its error is
+	// returned as it is.
+	ListTasks func() (tasks []string, set string, err error)
 	// Condition, Policy, Preset and Lab describe the single row of a run.
 	Condition conditions.Condition
 	Policy    conditions.Policy
@@ -176,35 +181,12 @@ func BuildRunPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 	p := &Plan{Kind: rundir.KindRun, OutDir: o.OutDir}
 	var resumed *rundir.Manifest
 	if o.Resume != "" {
-		d, err := rundir.Open(o.Resume)
+		m, err := resumedRun(&o)
 		if err != nil {
 			return nil, err
 		}
-		m := d.Manifest()
-		if m.Kind != rundir.KindRun {
-			return nil, fmt.Errorf("--resume %s: that is a %s directory; resume it with `harness %s --resume`", o.Resume, m.Kind, m.Kind)
-		}
-		cond, err := conditions.ParseCondition(m.Condition)
-		if err != nil {
-			return nil, fmt.Errorf("--resume %s: %s: %w", o.Resume, rundir.ManifestFile, err)
-		}
-		pol, err := conditions.ParsePolicy(m.Policy)
-		if err != nil {
-			return nil, fmt.Errorf("--resume %s: %s: %w", o.Resume, rundir.ManifestFile, err)
-		}
-		o.Condition, o.Policy, o.Preset, o.Lab = cond, pol, m.Preset, m.Lab
-		o.Seeds = []int64{m.Seed}
-		o.Tasks, o.TaskSet = m.Tasks, m.TaskSet
-		o.Split = SplitOptions{Validate: m.ValidateTasks, HeldOut: m.HeldOutTasks}
-		if o.Iterations == 0 {
-			o.Iterations = m.Iterations
-		}
-		if m.Agent != "" {
-			o.Agent = m.Agent
-		}
-		o.Offline = o.Offline || m.Offline
 		p.ResumeDir, p.OutDir = o.Resume, o.Resume
-		resumed = &m
+		resumed = m
 	}
 	if o.Condition == "" {
 		o.Condition = conditions.LearnedMediator
@@ -218,6 +200,12 @@ func BuildRunPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 	}
 	if err := conditions.Validate(o.Condition, o.Policy); err != nil {
 		return nil, err
+	}
+	if o.ListTasks != nil && resumed == nil {
+		var err error
+		if o.Tasks, o.TaskSet, err = o.ListTasks(); err != nil {
+			return nil, err
+		}
 	}
 	if err := p.fillCommon(cfg, &o); err != nil {
 		return nil, err
@@ -245,6 +233,40 @@ func BuildRunPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 	p.noteValidationSource(cfg)
 	p.settle(cfg)
 	return p, nil
+}
+
+// resumedRun reads the run directory o.Resume names and takes its design
+// (condition, policy, tasks, seed, split, agent) into o, so a resume runs
+// what the run was started with.
+func resumedRun(o *PlanOptions) (*rundir.Manifest, error) {
+	d, err := rundir.Open(o.Resume)
+	if err != nil {
+		return nil, err
+	}
+	m := d.Manifest()
+	if m.Kind != rundir.KindRun {
+		return nil, fmt.Errorf("--resume %s: that is a %s directory; resume it with `harness %s --resume`", o.Resume, m.Kind, m.Kind)
+	}
+	cond, err := conditions.ParseCondition(m.Condition)
+	if err != nil {
+		return nil, fmt.Errorf("--resume %s: %s: %w", o.Resume, rundir.ManifestFile, err)
+	}
+	pol, err := conditions.ParsePolicy(m.Policy)
+	if err != nil {
+		return nil, fmt.Errorf("--resume %s: %s: %w", o.Resume, rundir.ManifestFile, err)
+	}
+	o.Condition, o.Policy, o.Preset, o.Lab = cond, pol, m.Preset, m.Lab
+	o.Seeds = []int64{m.Seed}
+	o.Tasks, o.TaskSet = m.Tasks, m.TaskSet
+	o.Split = SplitOptions{Validate: m.ValidateTasks, HeldOut: m.HeldOutTasks}
+	if o.Iterations == 0 {
+		o.Iterations = m.Iterations
+	}
+	if m.Agent != "" {
+		o.Agent = m.Agent
+	}
+	o.Offline = o.Offline || m.Offline
+	return &m, nil
 }
 
 // BuildMatrixPlan plans a matrix: its rows expanded over their seeds, each

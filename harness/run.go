@@ -292,15 +292,15 @@ func (r *Run) iterationInput(it int) (iterationInput, error) {
 // returns the outcomes in task order.
 func (r *Run) runTasks(ctx context.Context, it int, in iterationInput) []taskOutcome {
 	outcomes := make([]taskOutcome, len(r.Tasks))
-	r.each(ctx, len(r.Tasks), func(i int) { outcomes[i] = r.runTask(ctx, it, i, r.Tasks[i], &in) },
+	r.boundedParallel(ctx, len(r.Tasks), func(i int) { outcomes[i] = r.runTask(ctx, it, i, r.Tasks[i], &in) },
 		func(i int, err error) { outcomes[i].err = err })
 	return outcomes
 }
 
-// each calls work(i) for every i below n, at most Concurrency at once, and
-// waits for all of them; an i that gets no turn before ctx ends is passed
-// to skipped with ctx's error instead.
-func (r *Run) each(ctx context.Context, n int, work func(i int), skipped func(i int, err error)) {
+// boundedParallel calls work(i) for every i below n, at most Concurrency
+// at once, and waits for all of them; an i that gets no turn before ctx
+// ends is passed to skipped with ctx's error instead.
+func (r *Run) boundedParallel(ctx context.Context, n int, work func(i int), skipped func(i int, err error)) {
 	sem := make(chan struct{}, max(1, r.Concurrency))
 	var wg sync.WaitGroup
 	for i := range n {
@@ -416,10 +416,10 @@ func (r *Run) student(index int) string {
 	return "student-" + strconv.Itoa(index%n+1)
 }
 
-// fatal reports whether an error must stop the run: a spent budget or a
+// stopsRun reports whether an error must stop the run: a spent budget or a
 // cancellation. Any other model failure, retries exhausted, only costs the
 // work it was part of.
-func (r *Run) fatal(ctx context.Context, err error) bool {
+func (r *Run) stopsRun(ctx context.Context, err error) bool {
 	return ctx.Err() != nil || errors.Is(err, llm.ErrBudgetExhausted)
 }
 

@@ -58,17 +58,16 @@ func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task,
 	return t.out
 }
 
-// abort ends the task's work on an error that leaves no metric row.
-func (t *taskRun) abort(err error) bool {
+// abort ends the task's work on an error that leaves no metric row; the
+// step that calls it then reports that the task goes no further.
+func (t *taskRun) abort(err error) {
 	t.out.err = err
-	return false
 }
 
 // end ends the task's work with its metric row, and err (nil for none).
-func (t *taskRun) end(err error) bool {
+func (t *taskRun) end(err error) {
 	t.out.err = err
 	t.out.row = t.r.finishRow(t.row, t.tap.Take())
-	return false
 }
 
 func (t *taskRun) lab() bool { return t.r.AgentKind == AgentLab }
@@ -110,7 +109,7 @@ func (t *taskRun) plan(ctx context.Context) (string, bool) {
 // model failed: a spent budget stops the run, any other failure costs only
 // this trial.
 func (t *taskRun) planFailed(ctx context.Context, err error) {
-	fatal := t.r.fatal(ctx, err)
+	fatal := t.r.stopsRun(ctx, err)
 	t.row.Status = executor.StatusAgentError
 	if fatal {
 		t.out.err = fmt.Errorf("plan task %s: %w", t.task.ID, err)
@@ -138,7 +137,8 @@ func (t *taskRun) planFailed(ctx context.Context, err error) {
 func (t *taskRun) trial(ctx context.Context, plan string) (*executor.Trace, bool) {
 	jobDir := t.r.Dir.Join(rundir.JobDir(t.task.ID, t.it))
 	if err := os.RemoveAll(jobDir); err != nil {
-		return nil, t.abort(fmt.Errorf("clear job directory %s: %w", jobDir, err))
+		t.abort(fmt.Errorf("clear job directory %s: %w", jobDir, err))
+		return nil, false
 	}
 	trace := runOnTurn(ctx, t.r.Trials, executor.TrialSpec{
 		Task: t.task, Agent: t.r.NewAgent(t.student), Plan: plan, ExecutorSkill: t.in.skillText[conditions.RoleExecutor],
@@ -150,18 +150,21 @@ func (t *taskRun) trial(ctx context.Context, plan string) (*executor.Trace, bool
 		return func() { t.r.emit(Event{Kind: EventTrialEnd, Iteration: t.it, Task: t.task.ID}) }
 	})
 	if ctx.Err() != nil {
-		return nil, t.abort(ctx.Err())
+		t.abort(ctx.Err())
+		return nil, false
 	}
 	fillTraceColumns(&t.row, trace)
 	for _, w := range trace.Warnings {
 		t.out.warnings = append(t.out.warnings, t.task.ID+": "+w)
 	}
 	if err := durable.WriteJSON(t.r.Dir.Join(rundir.TracePath(t.task.ID, t.it)), trace); err != nil {
-		return nil, t.abort(err)
+		t.abort(err)
+		return nil, false
 	}
 	// Spent is spent, even if the process dies before the checkpoint.
 	if err := t.r.saveSpend(); err != nil {
-		return nil, t.abort(err)
+		t.abort(err)
+		return nil, false
 	}
 	t.r.emit(Event{Kind: EventTrialDone, Iteration: t.it, Task: t.task.ID, Status: string(trace.Status), Reward: trace.Reward,
 		Warnings: trace.Warnings, Message: trace.Cause})
@@ -178,11 +181,13 @@ func (t *taskRun) settle(plan string, trace *executor.Trace) bool {
 		if err := t.r.history.Add(rundir.Entry{ID: t.r.entryID(t.it, t.task.ID, rundir.EntryPlan), Role: string(conditions.RolePlanner),
 			Kind: rundir.EntryPlan, TaskID: t.task.ID, Iteration: t.it, Content: plan, Source: t.prior, Trial: trialOutcome(trace),
 			SkillHash: t.in.hashes[conditions.RolePlanner], TrialID: t.trialID}); err != nil {
-			return t.abort(err)
+			t.abort(err)
+			return false
 		}
 	}
 	if _, err := t.r.history.Settle(t.task.ID, t.it, t.trialID, trace.Reward, trace.Usable(), trace.Status); err != nil {
-		return t.abort(err)
+		t.abort(err)
+		return false
 	}
 	if trace.Usable() {
 		return true
@@ -191,7 +196,8 @@ func (t *taskRun) settle(plan string, trace *executor.Trace) bool {
 	if trace.Status == executor.StatusBudgetExhausted {
 		err = llm.ErrBudgetExhausted
 	}
-	return t.end(err)
+	t.end(err)
+	return false
 }
 
 // feedback is step 4: what the next iteration may learn from this trial,
@@ -216,8 +222,9 @@ func (t *taskRun) feedback(ctx context.Context, plan string, trace *executor.Tra
 func (t *taskRun) summary(ctx context.Context, digest mediator.TraceDigest) (string, bool) {
 	summary, fellBack, err := t.r.summarise(ctx, t.task.ID, t.it, digest)
 	if err != nil {
-		if t.r.fatal(ctx, err) {
-			return "", t.end(err)
+		if t.r.stopsRun(ctx, err) {
+			t.end(err)
+			return "", false
 		}
 		summary, fellBack = capText(traceSummaryText(digest), summaryCompactAbove), true
 	}
@@ -235,8 +242,9 @@ func (t *taskRun) report(ctx context.Context, digest mediator.TraceDigest) (stri
 	med.Caller = rundir.MediatorCaller(t.trialID).String()
 	rep, err := med.Report(ctx, t.in.skillText[conditions.RoleMediator], digest)
 	if err != nil {
-		if t.r.fatal(ctx, err) {
-			return "", t.end(fmt.Errorf("mediate task %s: %w", t.task.ID, err))
+		if t.r.stopsRun(ctx, err) {
+			t.end(fmt.Errorf("mediate task %s: %w", t.task.ID, err))
+			return "", false
 		}
 		// A Mediator whose model failed for good reports nothing this time.
 		rep = mediator.Report{Withheld: true, Reason: "mediator call failed: " + err.Error(), FellBack: true}
@@ -254,12 +262,14 @@ func (t *taskRun) report(ctx context.Context, digest mediator.TraceDigest) (stri
 		"withheld": rep.Withheld, "reason": rep.Reason, "abstraction_level": rep.AbstractionLevel,
 		"content": rep.Content, "protocol_hash": hash,
 	}); err != nil {
-		return "", t.abort(err)
+		t.abort(err)
+		return "", false
 	}
 	if err := t.r.history.Add(rundir.Entry{ID: id, Role: string(conditions.RoleMediator), Kind: rundir.EntryReport,
 		TaskID: t.task.ID, Iteration: t.it, Content: rep.Content, Path: rel, Withheld: rep.Withheld,
 		SkillHash: hash, TrialID: t.trialID, Trial: digestOutcome(digest)}); err != nil {
-		return "", t.abort(err)
+		t.abort(err)
+		return "", false
 	}
 	if rep.Withheld {
 		return "", true
@@ -290,8 +300,9 @@ func (t *taskRun) propose(ctx context.Context, feedback string, trace *executor.
 	}
 	ans, fellBack, err := t.r.plannerFor(rundir.ProposalCaller(t.trialID)).Propose(ctx, in)
 	if err != nil {
-		if t.r.fatal(ctx, err) {
-			return t.end(fmt.Errorf("propose for task %s: %w", t.task.ID, err))
+		if t.r.stopsRun(ctx, err) {
+			t.end(fmt.Errorf("propose for task %s: %w", t.task.ID, err))
+			return false
 		}
 		ans, fellBack = mediator.ProposalAnswer{}, true
 	}
@@ -305,7 +316,8 @@ func (t *taskRun) propose(ctx context.Context, feedback string, trace *executor.
 	if err := t.r.history.Add(rundir.Entry{ID: id, Role: string(conditions.RolePlanner), Kind: rundir.EntryProposal,
 		TaskID: t.task.ID, Iteration: t.it, Content: ans.NewContent, Source: shownSource(t.r.sourceShown(), feedback), Trial: trialOutcome(trace),
 		SkillHash: t.in.hashes[conditions.RolePlanner], TrialID: t.trialID}); err != nil {
-		return t.abort(err)
+		t.abort(err)
+		return false
 	}
 	// The proposal came from this trial's plan and, under a mediator
 	// condition, its report: name those entries that exist.

@@ -21,9 +21,9 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"github.com/mediated-coevo/harness/benchmarks/compose"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor"
-	"github.com/mediated-coevo/harness/executor/compose"
 	"github.com/mediated-coevo/harness/internal/tartree"
 )
 

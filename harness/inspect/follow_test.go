@@ -180,7 +180,7 @@ func TestFollowEndsWhenNoProcessHoldsTheRun(t *testing.T) {
 	if !strings.Contains(out.String(), "ended: stopped (no process holds it)") {
 		t.Errorf("no stopped line:\n%s", out.String())
 	}
-	v, err := Run(dir)
+	v, err := ReadRunView(dir)
 	if err != nil || v.Status != StatusStopped {
 		t.Fatalf("Run view status %v (%v), want stopped", v.Status, err)
 	}

@@ -158,6 +158,39 @@ func WriteListText(w io.Writer, dirs []DirSummary, tty bool) error {
 
 // WriteText prints the run view: a header, then one table per section.
 func (v *RunView) WriteText(w io.Writer, tty bool) error {
+	if _, err := io.WriteString(w, v.header(tty)); err != nil {
+		return err
+	}
+	sections := append(v.trialSections(tty), v.evolutionSections(tty)...)
+	for _, s := range sections {
+		if _, err := fmt.Fprintf(w, "\n%s\n", s.title); err != nil {
+			return err
+		}
+		if len(s.t.rows) == 0 {
+			if _, err := fmt.Fprintf(w, "  %s\n", s.empty); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := s.t.write(w); err != nil {
+			return err
+		}
+	}
+	h := v.History
+	var kinds []string
+	for k, n := range h.Entries {
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(kinds)
+	if len(kinds) > 0 {
+		fmt.Fprintf(w, "\nHistory\n  %s; %d reports withheld, %d entries rewarded, %d dropped\n",
+			strings.Join(kinds, ", "), h.Withheld, h.Rewarded, h.Dropped)
+	}
+	return writeWarnings(w, v.Warnings)
+}
+
+// header is the run's id and status, its design, its counts and its spend.
+func (v *RunView) header(tty bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Run %s (%s)\n", v.ID, statusText(v.Status))
 	if v.Error != "" {
@@ -179,10 +212,12 @@ func (v *RunView) WriteText(w io.Writer, tty bool) error {
 		cached = " (" + tokens(v.CachedInputTokens, tty) + " input tokens cached)"
 	}
 	fmt.Fprintf(&b, "  spend %s tokens%s, %s\n", tokens(v.TotalTokens, tty), cached, usd(v.TotalCostUSD))
-	if _, err := io.WriteString(w, b.String()); err != nil {
-		return err
-	}
+	return b.String()
+}
 
+// trialSections are the tables of the trials: per iteration, held out, by
+// status, and the failed ones.
+func (v *RunView) trialSections(tty bool) []section {
 	var sections []section
 	it := newTable(tty, "iteration", "trials", "scored", "env failures", "mean reward", "skill updates", "tokens", "cost")
 	for _, s := range v.Iterations {
@@ -212,14 +247,16 @@ func (v *RunView) WriteText(w io.Writer, tty bool) error {
 		}
 		ft.add(strconv.Itoa(f.Iteration), f.TaskID, string(f.Status), strconv.Itoa(f.ModelFailures), strconv.Itoa(f.MalformedToolCalls), cause)
 	}
-	sections = append(sections, section{"Failed trials", ft, "none"})
+	return append(sections, section{"Failed trials", ft, "none"})
+}
 
+// evolutionSections are the tables of what the run changed and spent: the
+// committed skill updates, the rejected proposals, the spend by role.
+func (v *RunView) evolutionSections(tty bool) []section {
 	up := newTable(tty, "iteration", "role", "id", "flow", "rule", "old", "new")
 	for _, u := range v.SkillUpdates {
 		up.add(strconv.Itoa(u.Iteration), u.Role, u.ID, dash(u.Flow), dash(u.Rule), shortHash(u.OldHash), shortHash(u.NewHash))
 	}
-	sections = append(sections, section{"Skill updates", up, "none committed"})
-
 	rj := newTable(tty, "iteration", "type", "batch", "proposals", "reason")
 	for _, r := range v.Rejected {
 		reason := r.Reason
@@ -228,39 +265,15 @@ func (v *RunView) WriteText(w io.Writer, tty bool) error {
 		}
 		rj.add(strconv.Itoa(r.Iteration), r.Type, r.BatchID, strconv.Itoa(r.Proposals), reason)
 	}
-	sections = append(sections, section{"Rejected proposals", rj, "none"})
-
 	sp := newTable(tty, "role", "input tokens", "output tokens", "cost")
 	for _, s := range v.Spend {
 		sp.add(s.Role, tokens(s.InputTokens, tty), tokens(s.OutputTokens, tty), usd(s.CostUSD))
 	}
-	sections = append(sections, section{"Spend by role", sp, "no spend recorded"})
-
-	for _, s := range sections {
-		if _, err := fmt.Fprintf(w, "\n%s\n", s.title); err != nil {
-			return err
-		}
-		if len(s.t.rows) == 0 {
-			if _, err := fmt.Fprintf(w, "  %s\n", s.empty); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := s.t.write(w); err != nil {
-			return err
-		}
+	return []section{
+		{"Skill updates", up, "none committed"},
+		{"Rejected proposals", rj, "none"},
+		{"Spend by role", sp, "no spend recorded"},
 	}
-	h := v.History
-	var kinds []string
-	for k, n := range h.Entries {
-		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
-	}
-	sort.Strings(kinds)
-	if len(kinds) > 0 {
-		fmt.Fprintf(w, "\nHistory\n  %s; %d reports withheld, %d entries rewarded, %d dropped\n",
-			strings.Join(kinds, ", "), h.Withheld, h.Rewarded, h.Dropped)
-	}
-	return writeWarnings(w, v.Warnings)
 }
 
 // section is a titled table of the run view; empty is said instead of an

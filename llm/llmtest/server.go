@@ -332,26 +332,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	s.mu.Lock()
-	n := len(s.requests) + 1
-	s.requests = append(s.requests, req)
-	cached := s.cachedTokens(req.Chat)
-	var reply Reply
-	var ok bool
-	switch {
-	case len(s.replies) > 0:
-		reply, s.replies, ok = s.replies[0], s.replies[1:], true
-	case s.handler != nil:
-		h := s.handler
-		s.mu.Unlock()
-		reply, ok = h(req), true
-		s.mu.Lock()
-	}
-	s.mu.Unlock()
-	if reply.CachedTokens == 0 {
-		reply.CachedTokens = cached
-	}
-
+	n, reply, ok := s.next(req)
 	if !ok {
 		s.t.Errorf("llmtest: request %d has no scripted reply", n)
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("llmtest: no scripted reply for request %d", n))
@@ -401,6 +382,29 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(orDefault(reply.Status, http.StatusOK))
 		json.NewEncoder(w).Encode(completion(n, req.Chat, reply))
 	}
+}
+
+// next records req and returns its number and reply: the next scripted
+// one, else the handler's; ok is false when there is neither.
+func (s *Server) next(req Request) (n int, reply Reply, ok bool) {
+	s.mu.Lock()
+	n = len(s.requests) + 1
+	s.requests = append(s.requests, req)
+	cached := s.cachedTokens(req.Chat)
+	switch {
+	case len(s.replies) > 0:
+		reply, s.replies, ok = s.replies[0], s.replies[1:], true
+	case s.handler != nil:
+		h := s.handler
+		s.mu.Unlock()
+		reply, ok = h(req), true
+		s.mu.Lock()
+	}
+	s.mu.Unlock()
+	if reply.CachedTokens == 0 {
+		reply.CachedTokens = cached
+	}
+	return n, reply, ok
 }
 
 // reset drops the connection under w with a TCP RST instead of an answer.

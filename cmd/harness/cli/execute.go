@@ -38,7 +38,7 @@ func executePlan(ctx context.Context, f *Factory, x *Execution) (err error) {
 			return UsageError(err)
 		}
 	}
-	prog := newProgress(redact.Writer(x.IO.ErrOut), x.Plan, isTerminal(x.IO.ErrOut), x.Verbose)
+	prog := newProgress(redact.Writer(x.IO.ErrOut), x.Plan, isTerminal(x.IO.ErrOut), x.Verbose, f.Now)
 	stop := prog.start(ctx, f.Getenv)
 	out, err := runPlan(ctx, f, x, prog)
 	stop()
@@ -164,6 +164,7 @@ type progress struct {
 	verbose bool
 	planned int
 	rows    int
+	now     func() time.Time
 
 	mu        sync.Mutex
 	began     time.Time
@@ -197,9 +198,11 @@ func (p *progress) warnings() map[string]int {
 	return maps.Clone(p.warned)
 }
 
-func newProgress(w io.Writer, p *harness.Plan, tty, verbose bool) *progress {
+// newProgress starts counting for plan p; now is the clock its elapsed
+// time and estimate are read from.
+func newProgress(w io.Writer, p *harness.Plan, tty, verbose bool, now func() time.Time) *progress {
 	return &progress{w: w, tty: tty, verbose: verbose, planned: p.Trials, evalPlanned: p.EvaluationTrials, validationPlanned: p.ValidationTrials, rows: len(p.Rows),
-		statuses: map[string]int{}, iteration: map[string]int{}, warned: map[string]int{}, began: time.Now()}
+		statuses: map[string]int{}, iteration: map[string]int{}, warned: map[string]int{}, now: now, began: now()}
 }
 
 func (p *progress) started(dir string) {
@@ -281,13 +284,13 @@ func (p *progress) event(e harness.Event) {
 func (p *progress) status() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	elapsed := time.Since(p.began).Truncate(time.Second)
+	elapsed := p.now().Sub(p.began).Truncate(time.Second)
 	// The ETA counts every trial still to come, held-out evaluation
 	// included, at the pace of all trials so far.
 	eta := "?"
 	done, planned := p.done+p.evaluation+p.validation, p.planned+p.evalPlanned+max(p.validation, p.validationPlanned)
 	if done > 0 && planned > done {
-		rem := time.Duration(float64(time.Since(p.began)) / float64(done) * float64(planned-done))
+		rem := time.Duration(float64(p.now().Sub(p.began)) / float64(done) * float64(planned-done))
 		eta = rem.Truncate(time.Second).String()
 	} else if planned > 0 && done >= planned {
 		eta = "0s"

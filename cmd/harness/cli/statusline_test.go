@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mediated-coevo/harness/harness"
@@ -16,7 +17,7 @@ import (
 func TestStatusLineFitsEightyColumns(t *testing.T) {
 	var buf bytes.Buffer
 	plan := &harness.Plan{Trials: 360, EvaluationTrials: 24, ValidationTrials: 40, Rows: make([]harness.RowSpec, 6)}
-	p := newProgress(&buf, plan, true, false)
+	p := newProgress(&buf, plan, true, false, time.Now)
 	p.width = 80
 	r := 0.5
 	spend := llm.Usage{InputTokens: 1_234_567, OutputTokens: 89_012, CostUSD: 12.3456, Retries: 17}
@@ -109,7 +110,7 @@ func TestTerminalWidthFallsBackToColumns(t *testing.T) {
 func TestFinalStatusAndWarningLinesFitEightyColumns(t *testing.T) {
 	var buf bytes.Buffer
 	plan := &harness.Plan{Trials: 360, EvaluationTrials: 24, ValidationTrials: 40, Rows: make([]harness.RowSpec, 6)}
-	p := newProgress(&buf, plan, true, false)
+	p := newProgress(&buf, plan, true, false, time.Now)
 	p.width = 80
 	spend := llm.Usage{InputTokens: 1_234_567, OutputTokens: 89_012, CostUSD: 12.3456, Retries: 17}
 	r := 0.5
@@ -135,7 +136,7 @@ func TestFinalStatusAndWarningLinesFitEightyColumns(t *testing.T) {
 // Log mode never prints an empty part ("|  |") before the first trial
 // ends or the first iteration starts.
 func TestStatusLineHasNoEmptyParts(t *testing.T) {
-	p := newProgress(&bytes.Buffer{}, &harness.Plan{Trials: 4, Rows: make([]harness.RowSpec, 1)}, false, false)
+	p := newProgress(&bytes.Buffer{}, &harness.Plan{Trials: 4, Rows: make([]harness.RowSpec, 1)}, false, false, time.Now)
 	p.event(harness.Event{Row: "r", Kind: "trial_start", Task: "a"})
 	p.event(harness.Event{Row: "r", Kind: "trial_start", Task: "b"})
 	got := p.statusText()
