@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,9 +14,13 @@ import (
 // A solution that does its work and then leaves a fork bomb running (the
 // container at its process limit) is still scored by its verifier, every
 // time: the agent's processes are stopped from outside the container, so
-// test.sh can start. Each trial is bounded, and no container is left.
+// test.sh can start. Each trial is bounded, and no container is left. A CPU
+// hog runs beside it, as a loaded engine is where the verifier used to be
+// lost.
 func TestDockerForkBombIsScored(t *testing.T) {
 	d := newTestDocker(t)
+	stopHog := cpuHog()
+	defer stopHog()
 	task, err := benchmarks.Load(filepath.Join("testdata", "forkbomb"))
 	if err != nil {
 		t.Fatal(err)
@@ -36,4 +41,14 @@ func TestDockerForkBombIsScored(t *testing.T) {
 			t.Errorf("trial %d took %s, over the %s bound", i, tr.Timings.Total, bound)
 		}
 	}
+}
+
+// cpuHog keeps one core busy until the returned function is called.
+func cpuHog() (stop func()) {
+	var done atomic.Bool
+	go func() {
+		for n := 0; !done.Load(); n++ {
+		}
+	}()
+	return func() { done.Store(true) }
 }
