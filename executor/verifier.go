@@ -238,7 +238,7 @@ func prepareVerify(task *benchmarks.Task, opts VerifyOptions) (string, error) {
 // stopInsideWithin bounds the first, cheap attempt to stop the agent's
 // processes from inside the sandbox before the sandbox is asked to stop
 // them from outside.
-const stopInsideWithin = 30 * time.Second
+const stopInsideWithin = 15 * time.Second
 
 // runVerifierExec stops the agent's processes (unless kept), puts the tests
 // in place, runs test.sh and brings the logs out. streamed says the logs
