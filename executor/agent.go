@@ -14,6 +14,15 @@ type Agent interface {
 	Run(ctx context.Context, in AgentInput) (AgentResult, error)
 }
 
+// Preparer is an agent with setup of its own in the sandbox before its
+// first instruction, such as the oracle copying its solution in. The runner
+// calls Prepare before Run and counts it as the trial's setup: the agent
+// timeout starts with Run, so a slow engine cannot spend the agent's time
+// on the harness's own work.
+type Preparer interface {
+	Prepare(ctx context.Context, in AgentInput) error
+}
+
 // AgentInput is what an agent gets for one trial.
 type AgentInput struct {
 	Task    *benchmarks.Task

@@ -16,12 +16,6 @@ const MaxFuncLines = 80
 func LongExempt() map[string]string {
 	return map[string]string{
 		"harness/gate.defaultTable": "a generated table of data (one literal per validation size), rewritten by harness/gate/simtable",
-		// Not split yet; the check fails on each entry once its function is
-		// short, so the list only shrinks.
-		"executor/docker.Backend.Start":  "a sequence of steps still to split",
-		"executor/docker.Container.exec": "a sequence of steps still to split",
-		"executor.Runner.Run":            "a sequence of steps still to split",
-		"executor.verify":                "a sequence of steps still to split",
 	}
 }
 
