@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/mediated-coevo/harness/executor/compose"
+	"github.com/mediated-coevo/harness/benchmarks/compose"
 )
 
 // ValidationResult is what `harness tasks validate` prints for one task.

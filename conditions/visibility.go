@@ -45,6 +45,9 @@ func ParseVerifierFeedback(s string) (VerifierFeedback, error) {
 	return "", fmt.Errorf("unknown verifier_feedback %q: choose outcome, tests or diagnostics", s)
 }
 
+// Shows reports whether level v lets a digest of a trial carry e.
+func (v VerifierFeedback) Shows(e Evidence) bool { return traceEvidence(v).Has(e) }
+
 // atLeast reports whether v shows at least as much as min.
 func (v VerifierFeedback) atLeast(min VerifierFeedback) bool {
 	return slices.Index(VerifierLevels(), v) >= slices.Index(VerifierLevels(), min)
@@ -104,7 +107,7 @@ var evidenceText = [evidenceCount]string{
 	EvidenceProposalEvidence: "the feedback each proposal came from, and its task's rewards since",
 	EvidenceRejections:       "summaries of recently rejected batches",
 	EvidenceAdvice:           "the Advisor's feedback on an approved batch",
-	EvidenceHistory:          "history entries (plans, reports, proposals) with delayed rewards",
+	EvidenceHistory:          "history entries (plans, reports, proposals) with delayed rewards, their own trial's outcome and what they were written from",
 }
 
 // String describes the evidence in plain words.
@@ -231,7 +234,9 @@ func (s Setting) Visible(c Consumer) EvidenceSet {
 		if s.Condition.ProposalFeedback() == FeedbackNone {
 			return 0
 		}
-		out = out.With(EvidenceInstruction, EvidenceExecutorSkill, EvidencePlannerSkill, EvidenceRejections)
+		// The outcome of the trial the feedback is about is shown at every
+		// verifier level: a proposal judged without it may fix what passed.
+		out = out.With(EvidenceInstruction, EvidenceExecutorSkill, EvidencePlannerSkill, EvidenceRejections, EvidenceOutcome)
 		out |= s.priorFeedback(false)
 	case ConsumerPlannerDraft:
 		if s.Condition.ProposalFeedback() == FeedbackNone {
@@ -251,15 +256,21 @@ func (s Setting) Visible(c Consumer) EvidenceSet {
 		if s.Condition.ProposalFeedback() == FeedbackNone {
 			return 0
 		}
-		out = out.With(EvidenceExecutorSkill, EvidenceProposals, EvidenceProposalEvidence)
+		out = out.With(EvidenceExecutorSkill, EvidenceProposals, EvidenceProposalEvidence, EvidenceOutcome)
 		out |= s.priorFeedback(false)
 	case ConsumerReflector:
 		if s.Condition == NoFeedback {
 			return 0
 		}
-		out = out.With(EvidenceHistory, EvidencePlannerSkill)
+		out = out.With(EvidenceHistory, EvidencePlannerSkill, EvidenceOutcome)
 		if s.Condition == LearnedMediator {
 			out = out.With(EvidenceMediatorSkill)
+		}
+		// Each plan and proposal is shown with what it was written from,
+		// except trace summaries: they carry the verifier's evidence,
+		// which the Reflector is not shown beyond each trial's outcome.
+		if s.Condition.PlannerContext() != ContextTraceSummaries {
+			out |= s.priorFeedback(true)
 		}
 	case ConsumerCompactor:
 		if s.Condition != FullTraces {

@@ -54,8 +54,14 @@ func TestVisibilityRules(t *testing.T) {
 		{"other tasks' feedback needs cross-task feedback", func(s Setting, c Consumer, got EvidenceSet) bool {
 			return s.CrossTask || !(got.Has(EvidenceOtherReports) || got.Has(EvidenceOtherSummaries))
 		}},
-		{"raw trial evidence reaches the Planner only under full_traces", func(s Setting, c Consumer, got EvidenceSet) bool {
-			return c.Role() != RolePlanner || s.Condition == FullTraces || !got.Has(EvidenceOutcome)
+		{"raw trial evidence reaches the Planner's plan only under full_traces", func(s Setting, c Consumer, got EvidenceSet) bool {
+			return c != ConsumerPlannerPlan || s.Condition == FullTraces || !got.Has(EvidenceOutcome)
+		}},
+		{"beyond the outcome, raw trial evidence reaches a proposal only under full_traces", func(s Setting, c Consumer, got EvidenceSet) bool {
+			return c.Role() != RolePlanner || s.Condition == FullTraces || !(got.Has(EvidenceTestNames) || got.Has(EvidenceAgentOutput))
+		}},
+		{"a proposal and its review see the outcome of the trial it came from", func(s Setting, c Consumer, got EvidenceSet) bool {
+			return (c != ConsumerPlannerProposal && c != ConsumerAdvisor) || got.Empty() || got.Has(EvidenceOutcome)
 		}},
 		{"the Mediator runs only under the mediator conditions and sees the transcript", func(s Setting, c Consumer, got EvidenceSet) bool {
 			return c != ConsumerMediator || got.Has(EvidenceTranscript) == s.Condition.MediatorRuns()

@@ -363,6 +363,8 @@ func TestLoadReportsTypeErrorsWithLine(t *testing.T) {
 		{"table below a value", "[experiment.iterations]\nx = 1\n", "experiment.iterations", 1, "must be an integer"},
 		{"array of tables", "[[labs]]\nstudents = 1\n", "labs", 1, "must be a table"},
 		{"syntax error", "[experiment]\niterations = = 3\n", "", 2, ""},
+		{"unclosed table header on line 1", "[experiment\nseed = 1\n", "", 1, "to end table name"},
+		{"unclosed table header on line 2", "# c\n[experiment\nseed = 1\n", "", 2, "to end table name"},
 		{"duplicate key", "[experiment]\nseed = 1\nseed = 2\n", "", 3, ""},
 	}
 	for _, tc := range tests {
@@ -390,6 +392,26 @@ func TestLoadMissingLayerFile(t *testing.T) {
 	want := filepath.Join(dir, LayerFile)
 	if ce.File != want || !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q does not name %s", err, want)
+	}
+}
+
+// A --config-dir that does not exist (or is a file) is reported as such,
+// not as a missing default.toml inside it.
+func TestLoadMissingConfigDir(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ dir, want string }{
+		{filepath.Join(t.TempDir(), "nope"), "does not exist"},
+		{file, "is a file, not a directory"},
+	}
+	for _, tt := range tests {
+		_, err := Load(tt.dir)
+		ce := asConfigError(t, err)
+		if !strings.Contains(ce.Msg, "config directory "+tt.dir+" "+tt.want) || strings.Contains(err.Error(), "no "+LayerFile) {
+			t.Errorf("Load(%s) = %v, want it to say the directory %s", tt.dir, err, tt.want)
+		}
 	}
 }
 

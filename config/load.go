@@ -51,6 +51,16 @@ func Load(configDir string) (*Config, error) {
 		}
 		return c, nil
 	}
+	if st, err := os.Stat(configDir); err != nil || !st.IsDir() {
+		msg := fmt.Sprintf("config directory %s does not exist: pass a directory holding %s to --config-dir, or drop it to use the defaults", configDir, LayerFile)
+		switch {
+		case err == nil:
+			msg = fmt.Sprintf("config directory %s is a file, not a directory: pass the directory holding %s to --config-dir", configDir, LayerFile)
+		case !errors.Is(err, fs.ErrNotExist):
+			msg = fmt.Sprintf("cannot read config directory %s: %v", configDir, err)
+		}
+		return nil, &Error{Msg: msg}
+	}
 	path := filepath.Join(configDir, LayerFile)
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -131,7 +141,7 @@ func decodeLayer(c *Config, data []byte, file string, inherit bool) (*layerMeta,
 	var raw map[string]any
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&raw)
 	if err != nil {
-		return nil, decodeError(file, err)
+		return nil, syntaxError(file, data, err)
 	}
 	meta := &layerMeta{lines: keyLines(data)}
 	if e := checkKeys(md, raw, file, meta.lines); e != nil {
@@ -155,6 +165,25 @@ func decodeLayer(c *Config, data []byte, file string, inherit bool) (*layerMeta,
 		return nil, decodeError(file, err)
 	}
 
+	if err := decodeModels(c, &layer, lmd, file, meta.lines, inherit); err != nil {
+		return nil, err
+	}
+	if err := decodeLabs(c, &layer, lmd, file, inherit); err != nil {
+		return nil, err
+	}
+
+	// Belt and braces: checkKeys should have caught every key the decoder
+	// could not place.
+	if und := lmd.Undecoded(); len(und) > 0 {
+		return nil, &Error{File: file, Line: lineOf(meta.lines, und[0]), Key: und[0].String(),
+			Msg: fmt.Sprintf("unknown key %q", und[0].String())}
+	}
+	return meta, nil
+}
+
+// decodeModels decodes each [models.ROLE] table of the layer over a copy
+// of the role's model so far.
+func decodeModels(c *Config, layer *fileLayer, lmd toml.MetaData, file string, lines map[string]int, inherit bool) error {
 	if len(layer.Models) > 0 && c.Models == nil {
 		c.Models = map[conditions.Role]Model{}
 	}
@@ -162,36 +191,50 @@ func decodeLayer(c *Config, data []byte, file string, inherit bool) (*layerMeta,
 		old := c.Models[conditions.Role(role)]
 		m := old.clone()
 		if err := lmd.PrimitiveDecode(layer.Models[role], &m); err != nil {
-			return nil, decodeError(file, err)
+			return decodeError(file, err)
 		}
 		if m.Model != old.Model || m.Provider != old.Provider || m.BaseURL != old.BaseURL {
-			// Prices belong to a model: a layer that switches to another
-			// model (or endpoint) without pricing it must not charge it at
-			// the old model's rates. Unpriced, it costs what the endpoint
-			// reports, and a dollar budget refuses it.
-			if !lmd.IsDefined("models", role, "price_input_per_mtok") {
-				m.PriceInputPerMTok = nil
-			}
-			if !lmd.IsDefined("models", role, "price_output_per_mtok") {
-				m.PriceOutputPerMTok = nil
-			}
-			if !lmd.IsDefined("models", role, "price_cached_input_per_mtok") {
-				m.PriceCachedInputPerMTok = nil
-			}
-			// The context window belongs to the model too, and compaction
-			// trusts it: an inherited window of another model would let
-			// transcripts overflow a smaller one. There is no safe guess.
-			// (Another endpoint serving the same model keeps it.)
-			if inherit && m.Model != old.Model && m.Provider != ProviderOffline && !lmd.IsDefined("models", role, "context_tokens") {
-				k := toml.Key{"models", role}
-				return nil, &Error{File: file, Line: lineOf(meta.lines, k), Key: k.String() + ".context_tokens",
-					Msg: fmt.Sprintf("[models.%s] switches from %s to %s but does not give context_tokens; "+
-						"set it to the new model's context window (0 turns compaction off) in the same table", role, modelName(old), modelName(m))}
+			if err := forgetOldModel(&m, old, role, lmd, file, lines, inherit); err != nil {
+				return err
 			}
 		}
 		c.Models[conditions.Role(role)] = m
 	}
+	return nil
+}
 
+// forgetOldModel drops what m inherited from old that belongs to old's
+// model, now that the layer switched to another model or endpoint.
+func forgetOldModel(m *Model, old Model, role string, lmd toml.MetaData, file string, lines map[string]int, inherit bool) error {
+	// Prices belong to a model: a layer that switches to another
+	// model (or endpoint) without pricing it must not charge it at
+	// the old model's rates. Unpriced, it costs what the endpoint
+	// reports, and a dollar budget refuses it.
+	if !lmd.IsDefined("models", role, "price_input_per_mtok") {
+		m.PriceInputPerMTok = nil
+	}
+	if !lmd.IsDefined("models", role, "price_output_per_mtok") {
+		m.PriceOutputPerMTok = nil
+	}
+	if !lmd.IsDefined("models", role, "price_cached_input_per_mtok") {
+		m.PriceCachedInputPerMTok = nil
+	}
+	// The context window belongs to the model too, and compaction
+	// trusts it: an inherited window of another model would let
+	// transcripts overflow a smaller one. There is no safe guess.
+	// (Another endpoint serving the same model keeps it.)
+	if inherit && m.Model != old.Model && m.Provider != ProviderOffline && !lmd.IsDefined("models", role, "context_tokens") {
+		k := toml.Key{"models", role}
+		return &Error{File: file, Line: lineOf(lines, k), Key: k.String() + ".context_tokens",
+			Msg: fmt.Sprintf("[models.%s] switches from %s to %s but does not give context_tokens; "+
+				"set it to the new model's context window (0 turns compaction off) in the same table", role, modelName(old), modelName(*m))}
+	}
+	return nil
+}
+
+// decodeLabs decodes each [labs.NAME] table of the layer over a copy of the
+// lab so far, or, with inherit, of the default lab for a new one.
+func decodeLabs(c *Config, layer *fileLayer, lmd toml.MetaData, file string, inherit bool) error {
 	if len(layer.Labs) > 0 && c.Labs == nil {
 		c.Labs = map[string]Lab{}
 	}
@@ -207,18 +250,11 @@ func decodeLayer(c *Config, data []byte, file string, inherit bool) (*layerMeta,
 		}
 		l := base.clone()
 		if err := lmd.PrimitiveDecode(layer.Labs[name], &l); err != nil {
-			return nil, decodeError(file, err)
+			return decodeError(file, err)
 		}
 		c.Labs[name] = l
 	}
-
-	// Belt and braces: checkKeys should have caught every key the decoder
-	// could not place.
-	if und := lmd.Undecoded(); len(und) > 0 {
-		return nil, &Error{File: file, Line: lineOf(meta.lines, und[0]), Key: und[0].String(),
-			Msg: fmt.Sprintf("unknown key %q", und[0].String())}
-	}
-	return meta, nil
+	return nil
 }
 
 // modelName names a model for messages: its id, and its endpoint when set.
@@ -242,6 +278,20 @@ func decodeError(file string, err error) *Error {
 		return &Error{File: file, Line: pe.Position.Line, Key: pe.LastKey, Msg: msg}
 	}
 	return &Error{File: file, Msg: err.Error()}
+}
+
+// syntaxError is decodeError for a document that does not parse. An error
+// about the newline that ends a line (an unclosed table header) belongs to
+// that line, though the decoder counts the newline into the next one.
+func syntaxError(file string, data []byte, err error) *Error {
+	e := decodeError(file, err)
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		if at := pe.Position.Start; at >= 0 && at < len(data) && data[at] == '\n' {
+			e.Line = 1 + bytes.Count(data[:at], []byte("\n"))
+		}
+	}
+	return e
 }
 
 // validateFile validates c and points each problem at file: at the line that

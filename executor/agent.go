@@ -14,6 +14,15 @@ type Agent interface {
 	Run(ctx context.Context, in AgentInput) (AgentResult, error)
 }
 
+// Preparer is an agent with setup of its own in the sandbox before its
+// first instruction, such as the oracle copying its solution in. The runner
+// calls Prepare before Run and counts it as the trial's setup: the agent
+// timeout starts with Run, so a slow engine cannot spend the agent's time
+// on the harness's own work.
+type Preparer interface {
+	Prepare(ctx context.Context, in AgentInput) error
+}
+
 // AgentInput is what an agent gets for one trial.
 type AgentInput struct {
 	Task    *benchmarks.Task
@@ -26,10 +35,12 @@ type AgentInput struct {
 	JobDir string
 	// Seed is the trial's seed, derived from the run seed and the trial id.
 	Seed int64
-	// Caller is the ledger path prefix for this agent, e.g. "executor/student-1".
+	// Caller is the ledger path of this agent's work (rundir.ExecutorCaller,
+	// rundir.ValidationCaller); an agent of several loops appends each
+	// loop's agent kind as one more segment.
 	Caller string
-	// Iteration is the run's iteration of this trial (0 when unknown); the
-	// offline provider varies its answers with it.
+	// Iteration is the run's iteration of this trial (0 when unknown), for
+	// the trajectory's record.
 	Iteration int
 }
 

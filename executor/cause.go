@@ -1,10 +1,6 @@
 package executor
 
-import (
-	"errors"
-
-	"github.com/mediated-coevo/harness/llm"
-)
+import "errors"
 
 // The parts of a trial a failure is blamed on, the first word of a cause.
 const (
@@ -29,10 +25,32 @@ func SetCause(tr *Trace, part string, err error) {
 // model call failed for good, the budget when one ran out, else the agent.
 func AgentCause(err error) string {
 	switch {
-	case errors.Is(err, llm.ErrBudgetExhausted):
+	case IsBudgetExhausted(err):
 		return CauseBudget
-	case errors.Is(err, llm.ErrModelCall):
+	case IsModelFailure(err):
 		return CauseModel
 	}
 	return CauseAgent
+}
+
+// An agent's error says why it failed through methods of the errors in its
+// chain, so that the trial contract needs no import of whatever made them:
+// the budget ledger's refusal has BudgetExhausted, a model call that failed
+// for good has ModelFailure (both in package llm).
+
+// IsBudgetExhausted reports whether err, or an error it wraps, has a
+// BudgetExhausted method that returns true: a token, dollar or wall-clock
+// limit stopped the work, and the trial ends as budget_exhausted.
+func IsBudgetExhausted(err error) bool {
+	var b interface{ BudgetExhausted() bool }
+	return errors.As(err, &b) && b.BudgetExhausted()
+}
+
+// IsModelFailure reports whether err, or an error it wraps, has a
+// ModelFailure method that returns true: a model call failed for good
+// (after the provider's retries), so the model's endpoint, not the agent,
+// is to blame.
+func IsModelFailure(err error) bool {
+	var m interface{ ModelFailure() bool }
+	return errors.As(err, &m) && m.ModelFailure()
 }

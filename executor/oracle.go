@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/internal/durable"
 )
 
@@ -22,16 +23,28 @@ type OracleAgent struct{}
 // Name is "oracle".
 func (OracleAgent) Name() string { return "oracle" }
 
-// Run copies solution/ to /solution and runs bash /solution/solve.sh until
-// it ends or ctx's deadline passes. Its stdout and stderr are saved under
+// Prepare copies solution/ to /solution: the harness's setup, before the
+// oracle's first instruction.
+func (OracleAgent) Prepare(ctx context.Context, in AgentInput) error {
+	if in.Task == nil || in.Sandbox == nil {
+		return errors.New("oracle: no task or sandbox")
+	}
+	solDir := filepath.Join(in.Task.Dir, "solution")
+	if _, err := os.Stat(filepath.Join(solDir, "solve.sh")); err != nil {
+		return fmt.Errorf("oracle: task %s has no solution/solve.sh: %w", in.Task.ID, err)
+	}
+	if err := in.Sandbox.CopyDirIn(ctx, solDir, SolutionDir); err != nil {
+		return fmt.Errorf("oracle: %w", err)
+	}
+	return nil
+}
+
+// Run runs bash /solution/solve.sh, which Prepare put in place, until it
+// ends or ctx's deadline passes. Its stdout and stderr are saved under
 // JobDir/agent/. A non-zero exit is an error.
 func (OracleAgent) Run(ctx context.Context, in AgentInput) (AgentResult, error) {
 	if in.Task == nil || in.Sandbox == nil {
 		return AgentResult{}, errors.New("oracle: no task or sandbox")
-	}
-	solDir := filepath.Join(in.Task.Dir, "solution")
-	if _, err := os.Stat(filepath.Join(solDir, "solve.sh")); err != nil {
-		return AgentResult{}, fmt.Errorf("oracle: task %s has no solution/solve.sh: %w", in.Task.ID, err)
 	}
 	timeout := DefaultAgentTimeout
 	if dl, ok := ctx.Deadline(); ok {
@@ -39,9 +52,6 @@ func (OracleAgent) Run(ctx context.Context, in AgentInput) (AgentResult, error) 
 	}
 	if timeout <= 0 {
 		return AgentResult{}, fmt.Errorf("oracle: %w", context.DeadlineExceeded)
-	}
-	if err := in.Sandbox.CopyDirIn(ctx, solDir, SolutionDir); err != nil {
-		return AgentResult{}, fmt.Errorf("oracle: %w", err)
 	}
 	res, err := in.Sandbox.Exec(ctx, ExecRequest{
 		Cmd:     []string{"bash", SolutionDir + "/solve.sh"},
@@ -54,10 +64,9 @@ func (OracleAgent) Run(ctx context.Context, in AgentInput) (AgentResult, error) 
 		{Name: "solve_stderr", Produced: max(res.StderrBytes, int64(len(res.Stderr))), Kept: int64(len(res.Stderr))},
 	}}
 	if in.JobDir != "" {
-		dir := filepath.Join(in.JobDir, "agent")
 		werr := errors.Join(
-			durable.WriteFile(filepath.Join(dir, "solve-stdout.txt"), []byte(res.Stdout), 0o644),
-			durable.WriteFile(filepath.Join(dir, "solve-stderr.txt"), []byte(res.Stderr), 0o644))
+			durable.WriteFile(filepath.Join(in.JobDir, rundir.SolveStdoutFile), []byte(res.Stdout), 0o644),
+			durable.WriteFile(filepath.Join(in.JobDir, rundir.SolveStderrFile), []byte(res.Stderr), 0o644))
 		if werr != nil && err == nil {
 			err = werr
 		}

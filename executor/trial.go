@@ -14,13 +14,9 @@ import (
 
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/internal/durable"
-	"github.com/mediated-coevo/harness/llm"
 )
-
-// ErrBudgetExhausted is the budget ledger's sentinel: an agent error wrapping
-// it ends the trial as budget_exhausted.
-var ErrBudgetExhausted = llm.ErrBudgetExhausted
 
 const (
 	// defaultExcerpt caps AgentOutput and VerifierOutput in a trace.
@@ -111,8 +107,8 @@ func firstPositive(ds ...time.Duration) time.Duration {
 //
 // Statuses: a failed build or start is env_failure. An agent that runs out
 // of time is agent_timeout, and the verifier still scores what it left. An
-// agent error is agent_error (budget_exhausted when it wraps
-// ErrBudgetExhausted): the verifier still runs and its rewards and tests are
+// agent error is agent_error (budget_exhausted when IsBudgetExhausted):
+// the verifier still runs and its rewards and tests are
 // recorded, but the trace carries no Reward, as the agent did not finish its
 // work; ModelFailure is set when the error came from the model API (a call
 // that failed after its retries) rather than from the agent itself. Otherwise the verifier decides: scored with a reward, or
@@ -120,6 +116,53 @@ func firstPositive(ds ...time.Duration) time.Duration {
 // interrupted with Cancelled set, so the trial counts for nobody.
 func (r *Runner) Run(ctx context.Context, spec TrialSpec) *Trace {
 	start := time.Now()
+	tr := newTrace(spec, start)
+	defer r.finish(tr, start, spec.Queued)
+
+	if err := r.check(spec); err != nil {
+		r.envFailure(ctx, tr, err)
+		return tr
+	}
+	if err := makeJobDir(spec.JobDir); err != nil {
+		r.envFailure(ctx, tr, err)
+		return tr
+	}
+	sb, err := r.setUp(ctx, tr, spec)
+	if err != nil {
+		r.envFailure(ctx, tr, err)
+		return tr
+	}
+	defer func() {
+		if err := sb.Close(ctx); err != nil {
+			addError(tr, fmt.Errorf("clean up sandbox: %w", err))
+		} else if tr.Cancelled {
+			tr.Errors = append(tr.Errors, "sandbox "+ShortID(sb.ID())+" removed after cancellation")
+		}
+	}()
+	if err := r.prepareAgent(ctx, tr, spec, sb); err != nil {
+		r.envFailure(ctx, tr, err)
+		return tr
+	}
+
+	agentStatus := r.runAgent(ctx, tr, spec, sb)
+	if ctx.Err() != nil {
+		r.cancelled(ctx, tr, "agent")
+		return tr
+	}
+
+	t0 := time.Now()
+	vres := r.runVerifier(ctx, spec, sb)
+	tr.Timings.Verifier = time.Since(t0)
+	if ctx.Err() != nil {
+		r.cancelled(ctx, tr, "verifier")
+		return tr
+	}
+	r.score(tr, agentStatus, vres)
+	return tr
+}
+
+// newTrace is the trace of spec's trial, begun at start.
+func newTrace(spec TrialSpec, start time.Time) *Trace {
 	tr := &Trace{
 		Iteration: spec.Iteration,
 		TrialID:   spec.TrialID,
@@ -133,31 +176,33 @@ func (r *Runner) Run(ctx context.Context, spec TrialSpec) *Trace {
 	if spec.Agent != nil {
 		tr.Agent = spec.Agent.Name()
 	}
-	defer r.finish(tr, start, spec.Queued)
+	return tr
+}
 
-	if err := r.check(spec); err != nil {
-		r.envFailure(ctx, tr, err)
-		return tr
+// makeJobDir creates the trial's agent/ and verifier/ directories, if the
+// trial has a directory.
+func makeJobDir(jobDir string) error {
+	if jobDir == "" {
+		return nil
 	}
 	for _, sub := range []string{"agent", "verifier"} {
-		if spec.JobDir == "" {
-			break
-		}
-		if err := os.MkdirAll(filepath.Join(spec.JobDir, sub), 0o755); err != nil {
-			r.envFailure(ctx, tr, fmt.Errorf("create job directory: %w", err))
-			return tr
+		if err := os.MkdirAll(filepath.Join(jobDir, sub), 0o755); err != nil {
+			return fmt.Errorf("create job directory: %w", err)
 		}
 	}
+	return nil
+}
 
+// setUp ensures the task's image and starts the trial's sandbox, recording
+// build and setup times, where it ran and what it could not honour.
+func (r *Runner) setUp(ctx context.Context, tr *Trace, spec TrialSpec) (ClosableSandbox, error) {
 	t0 := time.Now()
 	image, _, err := r.Backend.EnsureImage(ctx, spec.Task)
 	tr.Timings.Build = time.Since(t0)
 	tr.Image = image
 	if err != nil {
-		r.envFailure(ctx, tr, err)
-		return tr
+		return nil, err
 	}
-
 	t0 = time.Now()
 	sb, err := r.Backend.StartSandbox(ctx, ContainerSpec{
 		Image:     image,
@@ -169,8 +214,7 @@ func (r *Runner) Run(ctx context.Context, spec TrialSpec) *Trace {
 	})
 	tr.Timings.Setup = time.Since(t0)
 	if err != nil {
-		r.envFailure(ctx, tr, err)
-		return tr
+		return nil, err
 	}
 	if p, ok := sb.(Placed); ok {
 		pl := p.Placement()
@@ -186,29 +230,45 @@ func (r *Runner) Run(ctx context.Context, spec TrialSpec) *Trace {
 	if w, ok := sb.(interface{ Warnings() []string }); ok {
 		tr.Warnings = append(tr.Warnings, w.Warnings()...)
 	}
-	defer func() {
-		if err := sb.Close(ctx); err != nil {
-			addError(tr, fmt.Errorf("clean up sandbox: %w", err))
-		} else if tr.Cancelled {
-			tr.Errors = append(tr.Errors, "sandbox "+ShortID(sb.ID())+" removed after cancellation")
-		}
-	}()
+	return sb, nil
+}
 
-	agentStatus := r.runAgent(ctx, tr, spec, sb)
-	if ctx.Err() != nil {
-		r.cancelled(ctx, tr, "agent")
-		return tr
+// prepareAgent runs an agent's own setup (Preparer) as part of the trial's
+// setup, on a clock of its own, so that the agent timeout starts with the
+// agent's first instruction. It is bounded by the agent timeout, but never
+// below FileOpTimeout: a short agent budget must not fail the copy.
+func (r *Runner) prepareAgent(ctx context.Context, tr *Trace, spec TrialSpec, sb Sandbox) error {
+	p, ok := spec.Agent.(Preparer)
+	if !ok {
+		return nil
 	}
+	timeout := max(AgentTimeout(spec.Task, r.Runtime), FileOpTimeout)
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t0 := time.Now()
+	err := p.Prepare(pctx, agentInput(spec, sb))
+	tr.Timings.Setup += time.Since(t0)
+	if err != nil && pctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		return fmt.Errorf("prepare the agent's files within %s: %w", timeout, err)
+	}
+	if err != nil {
+		return fmt.Errorf("prepare the agent's files: %w", err)
+	}
+	return nil
+}
 
-	t0 = time.Now()
-	vres := r.runVerifier(ctx, spec, sb)
-	tr.Timings.Verifier = time.Since(t0)
-	if ctx.Err() != nil {
-		r.cancelled(ctx, tr, "verifier")
-		return tr
+// agentInput is what the agent of spec gets in sb.
+func agentInput(spec TrialSpec, sb Sandbox) AgentInput {
+	return AgentInput{
+		Task:          spec.Task,
+		Sandbox:       sb,
+		Plan:          spec.Plan,
+		ExecutorSkill: spec.ExecutorSkill,
+		JobDir:        spec.JobDir,
+		Seed:          spec.Seed,
+		Caller:        spec.Caller,
+		Iteration:     spec.Iteration,
 	}
-	r.score(tr, agentStatus, vres)
-	return tr
 }
 
 func (r *Runner) check(spec TrialSpec) error {
@@ -226,26 +286,18 @@ func (r *Runner) check(spec TrialSpec) error {
 	return nil
 }
 
-// runAgent runs the agent under the agent timeout and returns the status it
-// earned ("" when it finished cleanly).
+// runAgent runs the agent under the agent timeout, which starts here, at
+// its first instruction, and returns the status it earned ("" when it
+// finished cleanly).
 func (r *Runner) runAgent(ctx context.Context, tr *Trace, spec TrialSpec, sb Sandbox) Status {
 	timeout := AgentTimeout(spec.Task, r.Runtime)
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	t0 := time.Now()
-	res, err := safeRun(actx, spec.Agent, AgentInput{
-		Task:          spec.Task,
-		Sandbox:       sb,
-		Plan:          spec.Plan,
-		ExecutorSkill: spec.ExecutorSkill,
-		JobDir:        spec.JobDir,
-		Seed:          spec.Seed,
-		Caller:        spec.Caller,
-		Iteration:     spec.Iteration,
-	})
+	res, err := safeRun(actx, spec.Agent, agentInput(spec, sb))
 	tr.Timings.Agent = time.Since(t0)
 	if spec.JobDir != "" && res.Output != "" {
-		if werr := durable.WriteFile(filepath.Join(spec.JobDir, "agent", "output.txt"), []byte(res.Output), 0o644); werr != nil {
+		if werr := durable.WriteFile(filepath.Join(spec.JobDir, rundir.AgentOutputFile), []byte(res.Output), 0o644); werr != nil {
 			addError(tr, werr)
 		}
 	}
@@ -258,7 +310,7 @@ func (r *Runner) runAgent(ctx context.Context, tr *Trace, spec TrialSpec, sb San
 		return ""
 	case ctx.Err() != nil:
 		return "" // cancellation is reported by the caller
-	case errors.Is(err, ErrBudgetExhausted):
+	case IsBudgetExhausted(err):
 		addError(tr, fmt.Errorf("agent: %w", err))
 		SetCause(tr, CauseBudget, err)
 		return StatusBudgetExhausted
@@ -270,7 +322,7 @@ func (r *Runner) runAgent(ctx context.Context, tr *Trace, spec TrialSpec, sb San
 	default:
 		addError(tr, fmt.Errorf("agent: %w", err))
 		SetCause(tr, AgentCause(err), err)
-		tr.ModelFailure = errors.Is(err, llm.ErrModelCall)
+		tr.ModelFailure = IsModelFailure(err)
 		return StatusAgentError
 	}
 }
@@ -290,7 +342,7 @@ func (r *Runner) runVerifier(ctx context.Context, spec TrialSpec, sb Sandbox) Ve
 	timeout := VerifierTimeout(spec.Task, r.Runtime)
 	logDir := ""
 	if spec.JobDir != "" {
-		logDir = filepath.Join(spec.JobDir, "verifier")
+		logDir = filepath.Join(spec.JobDir, rundir.VerifierDir)
 	} else {
 		tmp, err := os.MkdirTemp("", "harness-verifier-*")
 		if err != nil {
@@ -378,7 +430,7 @@ func (r *Runner) finish(tr *Trace, start time.Time, queued time.Duration) {
 	if tr.JobDir == "" {
 		return
 	}
-	if err := durable.WriteJSON(filepath.Join(tr.JobDir, "trace.json"), tr); err != nil {
+	if err := durable.WriteJSON(filepath.Join(tr.JobDir, rundir.TraceFile), tr); err != nil {
 		addError(tr, err)
 	}
 }

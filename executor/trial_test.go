@@ -344,3 +344,54 @@ func TestRunnerRecordsQueueApartFromSetup(t *testing.T) {
 		t.Errorf("total %v; want at most the trial's %v less the slot's %v", tr.Timings.Total, wall, slot)
 	}
 }
+
+// slowCopySandbox takes copyDelay to copy a directory in, as a loaded
+// engine does.
+type slowCopySandbox struct {
+	fakeSandbox
+	copyDelay time.Duration
+}
+
+func (s *slowCopySandbox) CopyDirIn(ctx context.Context, hostDir, dst string) error {
+	select {
+	case <-time.After(s.copyDelay):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+type closableSlowCopy struct{ *slowCopySandbox }
+
+func (s closableSlowCopy) Close(ctx context.Context) error { return nil }
+
+type slowCopyBackend struct{ sb *slowCopySandbox }
+
+func (b slowCopyBackend) EnsureImage(ctx context.Context, task *benchmarks.Task) (string, bool, error) {
+	return "img:1", false, nil
+}
+
+func (b slowCopyBackend) StartSandbox(ctx context.Context, spec ContainerSpec) (ClosableSandbox, error) {
+	return closableSlowCopy{b.sb}, nil
+}
+
+// The agent timeout starts at the agent's first instruction: the oracle's
+// solution, copied in by the harness more slowly than the whole agent
+// budget, still runs, and the copy counts as setup.
+func TestAgentTimeoutStartsAfterTheHarnessSetup(t *testing.T) {
+	task := fakeTask(t) // agent timeout 50 ms
+	os.MkdirAll(filepath.Join(task.Dir, "solution"), 0o755)
+	os.WriteFile(filepath.Join(task.Dir, "solution", "solve.sh"), []byte("true\n"), 0o755)
+	sb := &slowCopySandbox{fakeSandbox: fakeSandbox{logs: map[string]string{"reward.txt": "1\n"}}, copyDelay: 300 * time.Millisecond}
+	r := &Runner{Backend: slowCopyBackend{sb}}
+	tr := r.Run(context.Background(), TrialSpec{Task: task, Agent: OracleAgent{}, TrialID: "t1"})
+	if tr.Status != StatusScored || tr.Reward == nil || *tr.Reward != 1 {
+		t.Fatalf("status %s reward %v errors %v, want scored 1", tr.Status, tr.Reward, tr.Errors)
+	}
+	if tr.Timings.Setup < sb.copyDelay {
+		t.Errorf("setup %s does not include the %s copy of the solution", tr.Timings.Setup, sb.copyDelay)
+	}
+	if tr.Timings.Agent >= sb.copyDelay {
+		t.Errorf("agent time %s includes the copy of the solution", tr.Timings.Agent)
+	}
+}

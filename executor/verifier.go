@@ -41,42 +41,62 @@ const verifyScript = `set -o pipefail
 bash /tests/test.sh 2>&1 | tee /logs/verifier/test-stdout.txt`
 
 // stopProcessesScript defines harness_stop_processes, which kills every
-// process in the sandbox but its init (pid 1), the keep-alive (the oldest
-// child of pid 1, a sleep with no children of its own) and the calling
-// shell and its parent (the exec's timeout). Run as root before test.sh, it
-// stops what the agent left running, such as a loop that rewrites the
-// reward files. It goes by the process tree, not by the exec marker: a
-// process can drop its environment, and root cannot read another user's.
-// Builtins only, so it starts no process of its own. A pass signals only
-// processes no earlier pass signalled (a killed process may take a while
-// to free its memory, but runs no more code), and passes repeat while they
-// find new ones, as a process can fork while its siblings are killed.
+// process in the sandbox but its init (pid 1), the keep-alive (the child of
+// pid 1 that started first, by start time, not by pid: pids wrap around, and
+// a process with a lower pid is not older) and the calling shell and its
+// parent (the exec's timeout). Run as root before test.sh, it stops what
+// the agent left running, such as a loop that rewrites the reward files. It
+// goes by the process tree, not by the exec marker: a process can drop its
+// environment, and root cannot read another user's. Builtins only, so it
+// starts no process of its own.
+//
+// Passes first freeze (SIGSTOP) every process no earlier pass froze, while
+// they find new ones: a frozen process cannot fork, and unlike a killed one
+// it keeps its process slot, so a fork bomb cannot refill the slots the
+// passes free. Then every frozen process is killed, and a last pass checks
+// that nothing else is left (a process that forked between the last pass
+// and the kill); if anything is, it fails, and so does a bomb that outruns
+// 50 passes.
 const stopProcessesScript = `harness_stop_processes() {
-  keep=
+  keep= kst=
   for d in /proc/[0-9]*; do
     read -r s 2>/dev/null < "$d/stat" || continue
     set -- ${s##*) }
     p=${d#/proc/}
-    if [ "$2" = 1 ] && { [ -z "$keep" ] || [ "$p" -lt "$keep" ]; }; then keep=$p; fi
+    [ "$2" = 1 ] || continue
+    if [ -z "$keep" ] || [ "${20}" -lt "$kst" ] || { [ "${20}" = "$kst" ] && [ "$p" -lt "$keep" ]; }; then keep=$p kst=${20}; fi
   done
-  killed=' '
-  n=0
-  while [ $n -lt 50 ]; do
+  frozen=' '
+  n=0 hit=1
+  while [ -n "$hit" ] && [ $n -lt 50 ]; do
     n=$((n + 1))
     hit=
     for d in /proc/[0-9]*; do
       p=${d#/proc/}
       case $p in 1|$$|$PPID|$keep) continue ;; esac
-      case $killed in *" $p "*) continue ;; esac
+      case $frozen in *" $p "*) continue ;; esac
       read -r s 2>/dev/null < "$d/stat" || continue
       set -- ${s##*) }
       case $1 in Z|X|x) continue ;; esac
-      if kill -9 "$p" 2>/dev/null; then hit=1; killed="$killed$p "; fi
+      if kill -STOP "$p" 2>/dev/null; then hit=1; frozen="$frozen$p "; fi
     done
-    [ -n "$hit" ] || return 0
   done
-  echo "harness: the agent's processes kept starting new ones" >&2
-  return 1
+  for p in $frozen; do kill -9 "$p" 2>/dev/null; done
+  if [ -n "$hit" ]; then
+    echo "harness: the agent's processes kept starting new ones" >&2
+    return 1
+  fi
+  for d in /proc/[0-9]*; do
+    p=${d#/proc/}
+    case $p in 1|$$|$PPID|$keep) continue ;; esac
+    case $frozen in *" $p "*) continue ;; esac
+    read -r s 2>/dev/null < "$d/stat" || continue
+    set -- ${s##*) }
+    case $1 in Z|X|x) continue ;; esac
+    echo "harness: process $p started while the agent's processes were stopped" >&2
+    return 1
+  done
+  return 0
 }
 `
 
@@ -174,53 +194,12 @@ func RunVerifier(ctx context.Context, sb Sandbox, task *benchmarks.Task, opts Ve
 }
 
 func verify(ctx context.Context, sb Sandbox, task *benchmarks.Task, opts VerifyOptions) (r VerifierResult) {
-	if opts.Timeout <= 0 {
-		r.Err = errors.New("verifier timeout is not set")
+	testsDir, err := prepareVerify(task, opts)
+	if err != nil {
+		r.Err = err
 		return r
 	}
-	if opts.LogDir == "" {
-		r.Err = errors.New("verifier log directory is not set")
-		return r
-	}
-	testsDir := filepath.Join(task.Dir, "tests")
-	if _, err := os.Stat(filepath.Join(testsDir, "test.sh")); err != nil {
-		r.Err = fmt.Errorf("task %s has no tests/test.sh: %w", task.ID, err)
-		return r
-	}
-	if err := os.RemoveAll(opts.LogDir); err != nil {
-		r.Err = fmt.Errorf("clear %s: %w", opts.LogDir, err)
-		return r
-	}
-	if ps, ok := sb.(ProcessStopper); ok && !opts.KeepAgentProcesses {
-		if err := ps.StopProcesses(ctx); err != nil {
-			r.Err = fmt.Errorf("stop the agent's processes before the verifier: %w", err)
-			return r
-		}
-		opts.stoppedOutside = true
-	}
-	if err := os.MkdirAll(opts.LogDir, 0o755); err != nil {
-		r.Err = fmt.Errorf("create %s: %w", opts.LogDir, err)
-		return r
-	}
-
-	var (
-		res      ExecResult
-		skipped  []string
-		copyErr  error
-		streamed bool
-		err      error
-	)
-	user, asRoot := testUser(sb, task)
-	if asRoot {
-		res, skipped, copyErr, streamed, err = verifyStreamed(ctx, sb, task, testsDir, user, opts)
-	}
-	if !streamed {
-		res, err = runTests(ctx, sb, task, testsDir, user, asRoot, opts)
-		if err == nil {
-			// Copy the logs out even after a timeout: they show where it hung.
-			skipped, copyErr = copyLogsOut(ctx, sb, opts.LogDir)
-		}
-	}
+	res, skipped, copyErr, streamed, err := runVerifierExec(ctx, sb, task, testsDir, opts)
 	r.Output, r.ExitCode, r.TimedOut = res.Stdout+res.Stderr, res.ExitCode, res.TimedOut
 	produced := res.StderrBytes // the streamed verifier's stdout carries the logs, not test.sh's output
 	if !streamed {
@@ -231,6 +210,89 @@ func verify(ctx context.Context, sb Sandbox, task *benchmarks.Task, opts VerifyO
 		r.Err = err
 		return r
 	}
+	return readVerdict(r, opts, skipped, copyErr)
+}
+
+// prepareVerify checks opts and the task's tests and empties the host's log
+// directory; it returns the task's tests directory.
+func prepareVerify(task *benchmarks.Task, opts VerifyOptions) (string, error) {
+	if opts.Timeout <= 0 {
+		return "", errors.New("verifier timeout is not set")
+	}
+	if opts.LogDir == "" {
+		return "", errors.New("verifier log directory is not set")
+	}
+	testsDir := filepath.Join(task.Dir, "tests")
+	if _, err := os.Stat(filepath.Join(testsDir, "test.sh")); err != nil {
+		return "", fmt.Errorf("task %s has no tests/test.sh: %w", task.ID, err)
+	}
+	if err := os.RemoveAll(opts.LogDir); err != nil {
+		return "", fmt.Errorf("clear %s: %w", opts.LogDir, err)
+	}
+	if err := os.MkdirAll(opts.LogDir, 0o755); err != nil {
+		return "", fmt.Errorf("create %s: %w", opts.LogDir, err)
+	}
+	return testsDir, nil
+}
+
+// stopInsideWithin bounds the first, cheap attempt to stop the agent's
+// processes from inside the sandbox before the sandbox is asked to stop
+// them from outside.
+const stopInsideWithin = 15 * time.Second
+
+// runVerifierExec stops the agent's processes (unless kept), puts the tests
+// in place, runs test.sh and brings the logs out. streamed says the logs
+// came on the exec's stdout (and copied them already).
+//
+// A root test.sh gets one exec that does it all, stopping the agent's
+// processes itself, which costs far less than the sandbox stopping them
+// from outside (a container's restart). When that exec cannot get as far
+// as test.sh (a fork bomb holds every process slot, or the processes kept
+// forking), a sandbox that can (ProcessStopper) stops them from outside and
+// the exec runs again. Another user's test.sh cannot stop root's
+// processes: the sandbox stops them from outside first when it can.
+func runVerifierExec(ctx context.Context, sb Sandbox, task *benchmarks.Task, testsDir string, opts VerifyOptions) (res ExecResult, skipped []string, copyErr error, streamed bool, err error) {
+	user, asRoot := testUser(sb, task)
+	stopper, canStop := sb.(ProcessStopper)
+	canStop = canStop && !opts.KeepAgentProcesses
+	stopOutside := func() error {
+		if err := stopper.StopProcesses(ctx); err != nil {
+			return fmt.Errorf("stop the agent's processes before the verifier: %w", err)
+		}
+		opts.stoppedOutside = true
+		return nil
+	}
+	if asRoot {
+		within := time.Duration(0)
+		if canStop {
+			within = stopInsideWithin
+		}
+		run := verifyStreamed(ctx, sb, task, testsDir, user, opts, within)
+		if canStop && run.done && !run.started && ctx.Err() == nil {
+			if err := stopOutside(); err != nil {
+				return run.res, nil, nil, true, err
+			}
+			run = verifyStreamed(ctx, sb, task, testsDir, user, opts, 0)
+		}
+		if run.done {
+			return run.res, run.skipped, run.copyErr, true, run.err
+		}
+	} else if canStop {
+		if err := stopOutside(); err != nil {
+			return res, nil, nil, false, err
+		}
+	}
+	res, err = runTests(ctx, sb, task, testsDir, user, asRoot, opts)
+	if err == nil {
+		// Copy the logs out even after a timeout: they show where it hung.
+		skipped, copyErr = copyLogsOut(ctx, sb, opts.LogDir)
+	}
+	return res, skipped, copyErr, false, err
+}
+
+// readVerdict reads the reward and the test report that test.sh left in
+// the host's copy of its logs into r.
+func readVerdict(r VerifierResult, opts VerifyOptions, skipped []string, copyErr error) VerifierResult {
 	for _, s := range skipped {
 		r.Notes = append(r.Notes, "verifier log not copied (over the size limit): "+s)
 	}
@@ -356,6 +418,9 @@ const (
 	noTarMarker    = "harness: no tar in the image"
 	noTarCode      = "98"
 	testExitMarker = "harness: test.sh exit "
+	// testsStartMarker is the streamed script's first line on stdout: the
+	// agent's processes are stopped and the tests are in place.
+	testsStartMarker = "harness: test.sh starts"
 )
 
 // streamedScript stops the agent's processes (first, so that none is left
@@ -363,13 +428,15 @@ const (
 // the verifier's directories, unpacks the tests from stdin, runs test.sh
 // under its own time limit (%[1]d seconds; its output goes to stderr and to
 // test-stdout.txt) and then writes to stdout one line with test.sh's exit
-// code followed by /logs/verifier as a tar. The line comes first on stdout
+// code followed by /logs/verifier as a tar. Before test.sh it writes a line
+// that says it got that far. The line comes first on stdout
 // because stderr is capped and could lose it. %[2]s is the run's token for
 // the prepare failure marker. processesScript defines
 // harness_stop_processes before it.
 const streamedScript = `harness_stop_processes || { echo '` + prepareFailed + ` %[2]s' >&2; exit ` + prepareFailedCode + `; }
 command -v tar >/dev/null 2>&1 || { echo '` + noTarMarker + `' >&2; exit ` + noTarCode + `; }
 { ` + resetScript + ` && tar -x -f - -C ` + TestsDir + `; } || { echo '` + prepareFailed + ` %[2]s' >&2; exit ` + prepareFailedCode + `; }
+echo "` + testsStartMarker + `"
 timeout -k 5 %[1]d bash -c 'set -o pipefail; bash /tests/test.sh 2>&1 | tee /logs/verifier/test-stdout.txt' </dev/null >&2
 echo "` + testExitMarker + `$?"
 tar -c -f - -C /logs verifier`
@@ -377,16 +444,26 @@ tar -c -f - -C /logs verifier`
 // streamedLogs reads what streamedScript writes to stdout: the exit line,
 // then the logs, unpacked into dir.
 type streamedLogs struct {
+	started  bool // the agent's processes were stopped and test.sh was about to start
 	exitCode int
 	finished bool // the exit line arrived: test.sh ended within its limit or was stopped by it
 	skipped  []string
 	err      error
 }
 
-func readStreamedLogs(r io.Reader, dir string) (l streamedLogs) {
+// readStreamedLogs reads the streamed script's stdout into l and dir; it
+// calls started (unless nil) when the line before test.sh arrives.
+func readStreamedLogs(r io.Reader, dir string, started func()) (l streamedLogs) {
 	br := bufio.NewReader(r)
 	defer io.Copy(io.Discard, br) // the tar's end padding, or what a failed read left
 	line, err := br.ReadString('\n')
+	if err == nil && strings.TrimSpace(line) == testsStartMarker {
+		l.started = true
+		if started != nil {
+			started()
+		}
+		line, err = br.ReadString('\n')
+	}
 	code, ok := strings.CutPrefix(strings.TrimSpace(line), testExitMarker)
 	if err != nil || !ok {
 		l.err = errors.New("the verifier ended before test.sh did")
@@ -400,21 +477,48 @@ func readStreamedLogs(r io.Reader, dir string) (l streamedLogs) {
 	return l
 }
 
-// verifyStreamed runs the verifier in one exec as user, who is root: the tests go in on stdin and the logs come out on stdout,
-// each as a tar, which saves the two copy round trips of the engine's
-// archive API. It reports done=false, having changed nothing, when the image
-// has no tar; the caller then takes the copying path.
-func verifyStreamed(ctx context.Context, sb Sandbox, task *benchmarks.Task, testsDir, user string, opts VerifyOptions) (res ExecResult, skipped []string, copyErr error, done bool, err error) {
+// streamedRun is what one streamed verifier exec gave.
+type streamedRun struct {
+	res     ExecResult
+	skipped []string
+	copyErr error
+	// done is false, with nothing changed, when the image has no tar; the
+	// caller then takes the copying path.
+	done bool
+	// started: the agent's processes were stopped and the tests in place.
+	started bool
+	err     error
+}
+
+// verifyStreamed runs the verifier in one exec as user, who is root: the
+// tests go in on stdin and the logs come out on stdout, each as a tar, which
+// saves the two copy round trips of the engine's archive API. With
+// startWithin > 0 the exec is given up when it has not stopped the agent's
+// processes and unpacked the tests by then.
+func verifyStreamed(ctx context.Context, sb Sandbox, task *benchmarks.Task, testsDir, user string, opts VerifyOptions, startWithin time.Duration) (run streamedRun) {
 	secs := WholeSeconds(opts.Timeout)
 	limit := time.Duration(secs) * time.Second
 	in, inW := io.Pipe()
 	go func() { inW.CloseWithError(tartree.Write(inW, testsDir)) }()
 	defer in.CloseWithError(errors.New("verifier exec ended"))
+	ectx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	started := make(chan struct{})
+	if startWithin > 0 {
+		go func() {
+			select {
+			case <-started:
+			case <-time.After(startWithin):
+				cancel()
+			case <-ectx.Done():
+			}
+		}()
+	}
 	out, outW := io.Pipe()
 	logs := make(chan streamedLogs, 1)
-	go func() { logs <- readStreamedLogs(out, opts.LogDir) }()
+	go func() { logs <- readStreamedLogs(out, opts.LogDir, func() { close(started) }) }()
 	token := randomHex()
-	res, err = sb.Exec(ctx, ExecRequest{
+	res, err := sb.Exec(ectx, ExecRequest{
 		Cmd:     []string{"bash", "-c", processesScript(opts) + fmt.Sprintf(streamedScript, secs, token)},
 		Env:     EnvList(task.Config.Verifier.Env),
 		Stdin:   in,
@@ -426,31 +530,48 @@ func verifyStreamed(ctx context.Context, sb Sandbox, task *benchmarks.Task, test
 	})
 	outW.Close()
 	l := <-logs
+	run = streamedRun{res: res, skipped: l.skipped, copyErr: l.err, done: true, started: l.started}
 	if err != nil {
-		return res, l.skipped, l.err, true, fmt.Errorf("run tests/test.sh: %w", err)
+		run.err = fmt.Errorf("run tests/test.sh: %w", err)
+		return run
 	}
-	if !l.finished && strconv.Itoa(res.ExitCode) == noTarCode && strings.Contains(res.Stderr, noTarMarker) {
-		return res, nil, nil, false, nil
-	}
+	run.res, run.err = streamedOutcome(res, l, token, limit)
 	if !l.finished {
-		// The exit line follows the prepare step, so only a script that
-		// never got to test.sh can have failed to prepare.
-		if err := prepareFailure(res, token); err != nil {
-			return res, nil, nil, true, err
+		run.skipped, run.copyErr = nil, nil
+		if run.err == nil && run.res.TimedOut {
+			run.copyErr = l.err
 		}
-		if res.TimedOut || res.Duration >= limit {
-			// The exec's own, wider limit stopped the script before the
-			// exit line: test.sh outlived its limit and the kill.
-			res.TimedOut = true
-			return res, nil, l.err, true, nil
-		}
-		// The script ended early without a word about test.sh: something
-		// killed it, or it could not start. That is no timeout.
-		return res, nil, nil, true, neverReported(res)
+		run.done = !(strconv.Itoa(res.ExitCode) == noTarCode && strings.Contains(res.Stderr, noTarMarker))
 	}
-	res.ExitCode = l.exitCode
-	res.TimedOut = res.TimedOut || StoppedByTimeout(l.exitCode, res.Duration, limit)
-	return res, l.skipped, l.err, true, nil
+	return run
+}
+
+// streamedOutcome reads the streamed verifier exec's result res with what
+// its stdout said (l): test.sh's exit code and whether its limit stopped
+// it, or why it never reported.
+func streamedOutcome(res ExecResult, l streamedLogs, token string, limit time.Duration) (ExecResult, error) {
+	if l.finished {
+		res.ExitCode = l.exitCode
+		res.TimedOut = res.TimedOut || StoppedByTimeout(l.exitCode, res.Duration, limit)
+		return res, nil
+	}
+	if strconv.Itoa(res.ExitCode) == noTarCode && strings.Contains(res.Stderr, noTarMarker) {
+		return res, nil
+	}
+	// The exit line follows the prepare step, so only a script that never
+	// got to test.sh can have failed to prepare.
+	if err := prepareFailure(res, token); err != nil {
+		return res, err
+	}
+	if res.TimedOut || res.Duration >= limit {
+		// The exec's own, wider limit stopped the script before the exit
+		// line: test.sh outlived its limit and the kill.
+		res.TimedOut = true
+		return res, nil
+	}
+	// The script ended early without a word about test.sh: something
+	// killed it, or it could not start. That is no timeout.
+	return res, neverReported(res)
 }
 
 // neverReported is the error of a verifier exec that ended, before its

@@ -51,7 +51,7 @@ func TestReadStreamedLogs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			l := readStreamedLogs(bytes.NewReader(tt.stream), dir)
+			l := readStreamedLogs(bytes.NewReader(tt.stream), dir, nil)
 			if l.finished != tt.finished || (tt.finished && l.exitCode != tt.exitCode) {
 				t.Errorf("finished %v exit %d, want %v %d", l.finished, l.exitCode, tt.finished, tt.exitCode)
 			}
@@ -179,7 +179,8 @@ func TestVerifierNeverReported(t *testing.T) {
 		{"ended early", early, false, nil, "ended after 90ms without reporting test.sh's exit (exit code 125): timeout: fork system call failed", false, true},
 		{"ended at the limit", late, false, nil, "did not finish within 30s", true, true},
 		{"stopped outside first", early, true, nil, "ended after 90ms", false, false},
-		{"stopping failed", early, true, errors.New("engine gone"), "stop the agent's processes before the verifier: engine gone", false, false},
+		// The cheap stop inside was tried first, then the one outside.
+		{"stopping failed", early, true, errors.New("engine gone"), "stop the agent's processes before the verifier: engine gone", false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -223,12 +224,51 @@ func TestStreamsRecordProducedAndKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Stream{{"solve_stdout", 1 << 30, 4}, {"solve_stderr", 7, 1}}
+	want := []Stream{{Name: "solve_stdout", Produced: 1 << 30, Kept: 4}, {Name: "solve_stderr", Produced: 7, Kept: 1}}
 	if !slices.Equal(res.Streams, want) {
 		t.Errorf("oracle streams %+v, want %+v", res.Streams, want)
 	}
 	v := RunVerifier(context.Background(), &floodSandbox{}, task, VerifyOptions{Timeout: time.Minute, LogDir: filepath.Join(t.TempDir(), "v")})
-	if v.Stream != (Stream{"verifier", 1<<30 + 7, 5}) {
+	if v.Stream != (Stream{Name: "verifier", Produced: 1<<30 + 7, Kept: 5}) {
 		t.Errorf("verifier stream %+v", v.Stream)
+	}
+}
+
+// reportingSandbox is a root sandbox whose streamed verifier exec stops
+// the agent's processes itself, runs test.sh and reports its exit, with
+// reward.txt as the logs.
+type reportingSandbox struct {
+	fakeSandbox
+	stopped int
+	execs   int
+}
+
+func (s *reportingSandbox) DefaultUserIsRoot() bool { return true }
+func (s *reportingSandbox) StopProcesses(ctx context.Context) error {
+	s.stopped++
+	return nil
+}
+func (s *reportingSandbox) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+	s.execs++
+	io.Copy(io.Discard, req.Stdin)
+	io.WriteString(req.Stdout, testsStartMarker+"\n"+testExitMarker+"0\n")
+	tw := tar.NewWriter(req.Stdout)
+	tw.WriteHeader(&tar.Header{Name: "verifier/reward.txt", Typeflag: tar.TypeReg, Mode: 0o644, Size: 2})
+	io.WriteString(tw, "1\n")
+	tw.Close()
+	return ExecResult{Duration: time.Millisecond}, nil
+}
+
+// When the verifier's own exec stops the agent's processes and gets to
+// test.sh, the sandbox is not asked to stop them from outside (a restart
+// of its container): one exec does the whole verifier.
+func TestVerifierStopsInsideFirst(t *testing.T) {
+	sb := &reportingSandbox{}
+	r := RunVerifier(context.Background(), sb, fakeTask(t), VerifyOptions{Timeout: 30 * time.Second, LogDir: filepath.Join(t.TempDir(), "v")})
+	if r.Err != nil || r.Reward != 1 {
+		t.Fatalf("reward %v error %v, want 1", r.Reward, r.Err)
+	}
+	if sb.stopped != 0 || sb.execs != 1 {
+		t.Errorf("stopped from outside %d times with %d execs, want 0 and 1", sb.stopped, sb.execs)
 	}
 }

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/mediated-coevo/harness/config"
@@ -135,40 +132,12 @@ func genericJSON(m map[string]any) map[string]any {
 	return out
 }
 
-var (
-	// trialSegment is a trial id, "i0003-<task>"; iterationSegment an
-	// iteration alone, as the Reflector's path has it.
-	trialSegment     = regexp.MustCompile(`^i(\d{4,})-(.+)$`)
-	iterationSegment = regexp.MustCompile(`^i(\d{4,})$`)
-	// validationSegment is a validation trial's id, "vb001-candidate-<task>-k0".
-	validationSegment = regexp.MustCompile(`^v[^-]+-(?:current|candidate)-(.+)-k\d+$`)
-	// evalSegment is a held-out evaluation trial's id, "e0030-k01-<task>"
-	// (rundir.EvalTrialID); its number is a checkpoint, not an iteration.
-	evalSegment = regexp.MustCompile(`^e\d{4,}-k\d+-(.+)$`)
-)
-
 // callScope reads the task and iteration a call belongs to from its caller
-// path. Every per-task caller carries the trial id "i%04d-<task>" as one
-// segment (planner/i0003-csv-parser, executor/student-1/i0003-csv-parser/code,
-// mediator/..., compactor/...); the Reflector's path ends in "i%04d"; a
-// validation or held-out evaluation trial's id names the task but no
-// iteration (an evaluation's number is the checkpoint it scores). Calls about a whole
-// batch (the Advisor, drafts) have neither.
+// path (see rundir.Caller.Scope); a path that does not parse has neither.
 func callScope(caller string) (task string, iteration int) {
-	for _, seg := range strings.Split(caller, "/") {
-		if m := trialSegment.FindStringSubmatch(seg); m != nil {
-			it, _ := strconv.Atoi(m[1])
-			return m[2], it
-		}
-		if m := iterationSegment.FindStringSubmatch(seg); m != nil {
-			iteration, _ = strconv.Atoi(m[1])
-		}
-		if m := validationSegment.FindStringSubmatch(seg); m != nil {
-			task = m[1]
-		}
-		if m := evalSegment.FindStringSubmatch(seg); m != nil {
-			task = m[1]
-		}
+	c, err := rundir.ParseCaller(caller)
+	if err != nil {
+		return "", 0
 	}
-	return task, iteration
+	return c.Scope()
 }

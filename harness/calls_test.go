@@ -126,7 +126,8 @@ func TestCallScope(t *testing.T) {
 		{"coevo/reflector/planner/i0004", "", 4},
 		{"coevo/validation/vb001-candidate-csv-parser-k2/code", "csv-parser", 0},
 		{"coevo/advisor/b001", "", 0},
-		{"eval/e0030-k01-csv-parser/code", "csv-parser", 0},
+		{"executor/student-2/e0030-k01-csv-parser/code", "csv-parser", 0},
+		{"tasks-try/coordinator", "", 0},
 		{"planner/e0000-k02-log-analysis", "log-analysis", 0},
 		{"planner", "", 0},
 	}
@@ -168,7 +169,7 @@ func TestCallLogNeverHoldsAnAPIKey(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer calls.Close()
-			clients, err := NewClients(cfg, llm.NewLedger(llm.Limits{}), 1, llm.NewProvider, calls, nil)
+			clients, err := NewClients(cfg, llm.NewLedger(llm.Limits{}), 1, newProvider, calls, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -24,7 +24,7 @@ func TestNewClientsShareModelConnections(t *testing.T) {
 	conns := llm.NewConnections()
 	var rows []*Clients
 	for range 2 {
-		c, err := NewClients(cfg, llm.NewLedger(llm.Limits{}), 1, llm.NewProvider, nil, conns)
+		c, err := NewClients(cfg, llm.NewLedger(llm.Limits{}), 1, newProvider, nil, conns)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestNewClientsShareModelConnections(t *testing.T) {
 	m := bad.Models[conditions.RoleMediator]
 	m.MaxConnections = 5
 	bad.Models[conditions.RoleMediator] = m
-	if _, err := NewClients(bad, llm.NewLedger(llm.Limits{}), 1, llm.NewProvider, nil, llm.NewConnections()); err == nil ||
+	if _, err := NewClients(bad, llm.NewLedger(llm.Limits{}), 1, newProvider, nil, llm.NewConnections()); err == nil ||
 		!strings.Contains(err.Error(), "max_connections") {
 		t.Errorf("err = %v; want the conflicting caps refused", err)
 	}

@@ -59,13 +59,13 @@ func (b *feedbackBook) priorContext(allowed conditions.EvidenceSet, taskID, shar
 	case allowed.Has(conditions.EvidenceOwnSummaries):
 		var sb strings.Builder
 		for _, n := range b.Traces[taskID] {
-			fmt.Fprintf(&sb, "## Iteration %d\n%s\n\n", n.Iteration, n.Summary)
+			fmt.Fprintf(&sb, "### Iteration %d\n%s\n\n", n.Iteration, n.Summary)
 		}
 		if allowed.Has(conditions.EvidenceOtherSummaries) {
 			writeCross(&sb, sortedKeys(b.Traces), taskID, func(id string) string {
 				list := b.Traces[id]
 				n := list[len(list)-1]
-				return fmt.Sprintf("## Task %s, iteration %d\n%s\n", id, n.Iteration, n.Summary)
+				return fmt.Sprintf("#### Task %s, iteration %d\n%s\n", id, n.Iteration, n.Summary)
 			})
 		}
 		return "Summaries of your recent attempts at this task", capText(strings.TrimSpace(sb.String()), maxChars)
@@ -77,7 +77,7 @@ func (b *feedbackBook) priorContext(allowed conditions.EvidenceSet, taskID, shar
 		if allowed.Has(conditions.EvidenceOtherReports) {
 			writeCross(&sb, sortedKeys(b.Reports), taskID, func(id string) string {
 				r := b.Reports[id]
-				return fmt.Sprintf("## Task %s, iteration %d\n%s\n", id, r.Iteration, r.Content)
+				return fmt.Sprintf("#### Task %s, iteration %d\n%s\n", id, r.Iteration, r.Content)
 			})
 		}
 		return "The Mediator's report on your last attempt at this task", capText(strings.TrimSpace(sb.String()), maxChars)
@@ -95,7 +95,7 @@ func writeCross(sb *strings.Builder, ids []string, self string, render func(stri
 	if len(others) == 0 {
 		return
 	}
-	fmt.Fprintf(sb, "\n# %s\n\n%s", crossTaskHeader, strings.Join(others, "\n"))
+	fmt.Fprintf(sb, "\n### %s\n\n%s", crossTaskHeader, strings.Join(others, "\n"))
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -16,7 +16,6 @@ import (
 	"github.com/mediated-coevo/harness/executor/docker"
 	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/internal/dockertest"
-	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/skills"
 )
 
@@ -63,7 +62,7 @@ func onEngine(t *testing.T, o ExecOptions) ExecOptions {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	o.Backend, o.Providers = d, llm.NewProvider
+	o.Backend, o.Providers = d, newProvider
 	return o
 }
 

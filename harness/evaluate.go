@@ -105,7 +105,7 @@ func (r *Run) evalCheckpoint(ctx context.Context, cp checkpoint) ([]rundir.Metri
 	}
 	rows := make([]rundir.MetricRow, len(jobs))
 	errs := make([]error, len(jobs))
-	r.each(ctx, len(jobs), func(i int) { rows[i], errs[i] = r.evalTrial(ctx, cp, jobs[i].task, jobs[i].k) },
+	r.boundedParallel(ctx, len(jobs), func(i int) { rows[i], errs[i] = r.evalTrial(ctx, cp, jobs[i].task, jobs[i].k) },
 		func(i int, err error) { errs[i] = err })
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("evaluate checkpoint %d: %w", cp.iteration, err)
@@ -116,7 +116,10 @@ func (r *Run) evalCheckpoint(ctx context.Context, cp checkpoint) ([]rundir.Metri
 // evalTrial is one held-out trial: the Planner plans from the instruction
 // and its frozen skill (what it may see when planning, less any feedback:
 // there is none on a task the row never ran), the Executor works with the
-// frozen executor skill, and the verifier scores it.
+// frozen executor skill, and the verifier scores it. Only the skills tell
+// the checkpoints apart: neither prompt names the checkpoint, and trial k
+// of a task has the same seed at every checkpoint (common random numbers)
+// and a seed of its own among the checkpoint's k trials.
 func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Task, k int) (rundir.MetricRow, error) {
 	trialID := rundir.EvalTrialID(cp.iteration, k, task.ID)
 	student := r.student(k - 1)
@@ -127,15 +130,20 @@ func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Tas
 	plan := ""
 	if r.AgentKind == AgentLab {
 		allowed := r.visible(conditions.ConsumerPlannerPlan)
-		p, fellBack, err := r.plannerFor("planner/"+trialID).Plan(ctx, mediator.PlanInput{TaskID: task.ID, Iteration: cp.iteration,
+		p, fellBack, err := r.plannerFor(rundir.PlannerCaller(trialID)).Plan(ctx, mediator.PlanInput{TaskID: task.ID, Trial: k,
 			Instruction:   shown(allowed, conditions.EvidenceInstruction, task.Instruction),
 			ExecutorSkill: shown(allowed, conditions.EvidenceExecutorSkill, cp.text[conditions.RoleExecutor]),
 			PlannerSkill:  shown(allowed, conditions.EvidencePlannerSkill, cp.text[conditions.RolePlanner])})
 		if err != nil {
-			if r.fatal(ctx, err) {
+			if r.stopsRun(ctx, err) {
 				return row, fmt.Errorf("plan evaluation trial %s: %w", trialID, err)
 			}
-			row.Status = string(executor.StatusAgentError)
+			// The Planner's model failed: blamed on the model, so the trial
+			// counts for neither checkpoint (see rundir.AgentFault).
+			row.Status = executor.StatusAgentError
+			failed := &executor.Trace{}
+			executor.SetCause(failed, executor.AgentCause(err), fmt.Errorf("planner: %w", err))
+			row.Cause = rundir.Nullable(failed.Cause)
 			return r.finishRow(row, tap.Take()), nil
 		}
 		if fellBack {
@@ -149,8 +157,8 @@ func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Tas
 	}
 	trace := r.Trials.Run(ctx, executor.TrialSpec{Task: task, Agent: r.NewAgent(student), Plan: plan,
 		ExecutorSkill: cp.text[conditions.RoleExecutor], JobDir: jobDir, RunID: r.labelRun(), Row: r.Spec.Name,
-		Iteration: cp.iteration, TrialID: trialID, Seed: trialSeed(r.Spec.Seed, trialID),
-		Caller: string(conditions.RoleExecutor) + "/" + student + "/" + trialID})
+		Iteration: cp.iteration, TrialID: trialID, Seed: evalSeed(r.Spec.Seed, task.ID, k),
+		Caller: rundir.ExecutorCaller(student, trialID).String()})
 	if err := ctx.Err(); err != nil {
 		return row, err
 	}
@@ -158,9 +166,15 @@ func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Tas
 		return row, fmt.Errorf("evaluation trial %s: %w", trialID, llm.ErrBudgetExhausted)
 	}
 	fillTraceColumns(&row, trace)
-	if err := durable.WriteJSON(filepath.Join(jobDir, "trace.json"), trace); err != nil {
+	if err := durable.WriteJSON(filepath.Join(jobDir, rundir.TraceFile), trace); err != nil {
 		return row, err
 	}
 	r.emit(Event{Kind: EventEvaluationTrialDone, Iteration: cp.iteration, Task: task.ID, Status: string(trace.Status), Reward: trace.Reward})
 	return r.finishRow(row, tap.Take()), nil
+}
+
+// evalSeed is the seed of evaluation trial k of a task: the same at every
+// checkpoint, so a checkpoint's skills are compared on the same draws.
+func evalSeed(seed int64, task string, k int) int64 {
+	return trialSeed(seed, fmt.Sprintf("eval/%s/%d", task, k))
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/mediator"
 )
 
@@ -17,6 +18,9 @@ type trialEvidence struct {
 	trace    *executor.Trace
 	plan     string
 	maxChars int
+	// verifier is the run's verifier_feedback level, named in a digest so
+	// that a section it hides says so.
+	verifier conditions.VerifierFeedback
 	// transcript condenses the Executor's transcript; it is only called for
 	// a consumer that may see it, since reading it costs.
 	transcript func() string
@@ -35,7 +39,7 @@ func (r *Run) visible(c conditions.Consumer) conditions.EvidenceSet { return r.s
 // Whatever is not allowed is left empty, never summarised or hinted at.
 func (e *trialEvidence) digest(allowed conditions.EvidenceSet) mediator.TraceDigest {
 	t := e.trace
-	d := mediator.TraceDigest{TaskID: t.TaskID, Iteration: t.Iteration}
+	d := mediator.TraceDigest{TaskID: t.TaskID, Iteration: t.Iteration, Verifier: e.verifier}
 	if allowed.Has(conditions.EvidenceOutcome) {
 		d.Status, d.Reward = string(t.Status), t.Reward
 		d.TestsPassed, d.TestsFailed, d.TestsTotal = t.Tests.Passed, t.Tests.Failed, t.Tests.Total
@@ -91,6 +95,48 @@ func (r *Run) proposalsFor(c conditions.Consumer, batch []mediator.Proposal) []m
 	}
 	for i := range out {
 		out[i].Digest, out[i].DigestKind, out[i].LaterRewards = "", "", nil
+		if !r.visible(c).Has(conditions.EvidenceOutcome) {
+			out[i].Outcome = mediator.Outcome{}
+		}
 	}
 	return out
+}
+
+// outcome is the verifier's verdict on a trial, for a role allowed to see it.
+func outcome(t *executor.Trace) mediator.Outcome {
+	return mediator.Outcome{Status: string(t.Status), Reward: t.Reward,
+		TestsPassed: t.Tests.Passed, TestsFailed: t.Tests.Failed, TestsTotal: t.Tests.Total}
+}
+
+// trialOutcome is a trial's verdict as a history entry records it.
+func trialOutcome(t *executor.Trace) *rundir.TrialOutcome {
+	o := outcome(t)
+	return &rundir.TrialOutcome{Status: o.Status, Reward: o.Reward, TestsPassed: o.TestsPassed,
+		TestsFailed: o.TestsFailed, TestsTotal: o.TestsTotal}
+}
+
+// digestOutcome is the outcome a digest carries, as a history entry
+// records it; nil when the digest carries none.
+func digestOutcome(d mediator.TraceDigest) *rundir.TrialOutcome {
+	if d.Status == "" {
+		return nil
+	}
+	return &rundir.TrialOutcome{Status: d.Status, Reward: d.Reward, TestsPassed: d.TestsPassed,
+		TestsFailed: d.TestsFailed, TestsTotal: d.TestsTotal}
+}
+
+// sourceShown reports whether the Reflector may see what this run's plans
+// and proposals were written from: not trace summaries, which carry the
+// verifier's evidence beyond the outcome.
+func (r *Run) sourceShown() bool {
+	v := r.visible(conditions.ConsumerReflector)
+	return v.Has(conditions.EvidenceSharedNotes) || v.Has(conditions.EvidenceOwnReports)
+}
+
+// shownSource is source when it may be shown, else "".
+func shownSource(ok bool, source string) string {
+	if ok {
+		return source
+	}
+	return ""
 }

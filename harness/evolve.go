@@ -2,10 +2,7 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,7 +57,16 @@ type rejection struct {
 	Decision  *gate.Decision      `json:"decision,omitempty"`
 	Evidence  string              `json:"evidence,omitempty"`
 	Time      time.Time           `json:"time"`
+	// judged marks a rejection that is a verdict on the proposals (the
+	// Advisor's or the gate's), not a failure to decide: their outcome
+	// becomes rejectedOutcome.
+	judged bool
 }
+
+// rejectedOutcome is the outcome of a proposal whose batch the Advisor or
+// the gate rejected: the edit was judged no better than the skill it would
+// have changed, the lowest reward a trial can have.
+const rejectedOutcome = 0.0
 
 // reflectionRecord is one line of history/reflections.jsonl: every
 // reflection attempt, whatever its outcome.
@@ -139,12 +145,15 @@ func (r *Run) reviewBatch(ctx context.Context, it int) (_ []rundir.SkillUpdate, 
 		return nil, fmt.Errorf("clear validation evidence of batch %s: %w", batchID, err)
 	}
 	for i := range batch {
-		if e, ok := r.history.Entry(batch[i].ID); ok {
-			batch[i].DelayedReward = e.Reward
-		}
-		batch[i].LaterRewards = nil
+		// What the Advisor is told of a proposal's task since: the next
+		// trial's reward and the later ones. A proposal's own outcome comes
+		// only with its batch's decision (see History).
+		batch[i].DelayedReward, batch[i].LaterRewards = nil, nil
 		for _, tr := range r.history.RewardsAfter(batch[i].TaskID, batch[i].Iteration) {
 			batch[i].LaterRewards = append(batch[i].LaterRewards, mediator.TrialReward{Iteration: tr.Iteration, Reward: tr.Reward})
+		}
+		if len(batch[i].LaterRewards) > 0 {
+			batch[i].DelayedReward = new(batch[i].LaterRewards[0].Reward)
 		}
 	}
 	current, err := r.store.Read(conditions.RoleExecutor)
@@ -164,10 +173,10 @@ func (r *Run) reviewBatch(ctx context.Context, it int) (_ []rundir.SkillUpdate, 
 // returns no draft.
 func (r *Run) draftCandidate(ctx context.Context, it int, batchID string, batch []mediator.Proposal, current *skills.Skill) (draft, advice string, err error) {
 	adv := *r.advisor
-	adv.Caller = "coevo/advisor/" + batchID
+	adv.Caller = rundir.AdvisorCaller(batchID).String()
 	review, err := adv.Review(ctx, batchID, string(current.Content), r.proposalsFor(conditions.ConsumerAdvisor, batch))
 	if err != nil {
-		if r.fatal(ctx, err) {
+		if r.stopsRun(ctx, err) {
 			return "", "", fmt.Errorf("advisor review of batch %s: %w", batchID, err)
 		}
 		return "", "", r.reject(rejection{Type: "batch", BatchID: batchID, Iteration: it,
@@ -175,14 +184,14 @@ func (r *Run) draftCandidate(ctx context.Context, it int, batchID string, batch 
 	}
 	if !review.Approve {
 		return "", "", r.reject(rejection{Type: "batch", BatchID: batchID, Iteration: it,
-			Reason: "the Advisor rejected the batch", Advice: review.Feedback, Proposals: batch})
+			Reason: "the Advisor rejected the batch", Advice: review.Feedback, Proposals: batch, judged: true})
 	}
 	advice = review.Feedback
 	pl := *r.planner
-	pl.Caller = "coevo/draft/" + batchID
+	pl.Caller = rundir.DraftCaller(batchID).String()
 	draft, fellBack, err := pl.Draft(ctx, string(current.Content), r.proposalsFor(conditions.ConsumerPlannerDraft, batch), advice)
 	if err != nil {
-		if r.fatal(ctx, err) {
+		if r.stopsRun(ctx, err) {
 			return "", "", fmt.Errorf("draft executor skill for batch %s: %w", batchID, err)
 		}
 		return "", "", r.reject(rejection{Type: "candidate", BatchID: batchID, Iteration: it,
@@ -211,7 +220,7 @@ func (r *Run) gateCandidate(ctx context.Context, it int, batchID string, batch [
 	if !decision.Accept {
 		return nil, r.reject(rejection{Type: "candidate", BatchID: batchID, Iteration: it,
 			Reason: "validation rejected the candidate: " + decision.Reason, Advice: advice,
-			Proposals: batch, Candidate: draft, Decision: &decision, Evidence: evidenceDir})
+			Proposals: batch, Candidate: draft, Decision: &decision, Evidence: evidenceDir, judged: true})
 	}
 	prov := Provenance{ID: string(conditions.RoleExecutor) + "/" + batchID, Role: string(conditions.RoleExecutor), Flow: "advisor_gate", Iteration: it,
 		BatchID: batchID, Advice: advice, Rule: decision.Rule, Numbers: decision.Numbers,
@@ -225,6 +234,13 @@ func (r *Run) gateCandidate(ctx context.Context, it int, batchID string, batch [
 	if err != nil {
 		return nil, err
 	}
+	// An adopted proposal's outcome is what followed: the next trial of its
+	// task, which runs with the adopted skill, settles it.
+	for _, p := range batch {
+		if err := r.history.Pend(p.TaskID, []string{p.ID}); err != nil {
+			return nil, fmt.Errorf("credit the proposals of batch %s: %w", batchID, err)
+		}
+	}
 	r.emit(Event{Kind: EventSkillUpdate, Iteration: it, Message: "executor skill updated by batch " + batchID})
 	return []rundir.SkillUpdate{u}, nil
 }
@@ -233,6 +249,15 @@ func (r *Run) reject(rej rejection) error {
 	rej.Time = time.Now().UTC()
 	if err := r.rejected.Append(rej); err != nil {
 		return err
+	}
+	if rej.judged {
+		ids := make([]string, 0, len(rej.Proposals))
+		for _, p := range rej.Proposals {
+			ids = append(ids, p.ID)
+		}
+		if err := r.history.Credit(ids, rejectedOutcome); err != nil {
+			return fmt.Errorf("credit the proposals of rejected batch %s: %w", rej.BatchID, err)
+		}
 	}
 	summary := fmt.Sprintf("batch %s (iteration %d): %s", rej.BatchID, rej.Iteration, rej.Reason)
 	if rej.Advice != "" {
@@ -247,14 +272,18 @@ func (r *Run) reject(rej rejection) error {
 	return nil
 }
 
-// validationTasks picks the tasks a candidate is validated on. With a
-// validation split (ValidateSplit), every candidate is validated on the
-// split, never on the tasks the learning curve is reported on: tasks
+// validationTasks picks the tasks a candidate is validated on, never the
+// tasks its proposals came from while others are left: a candidate judged
+// on the tasks that suggested it is judged on the luck that suggested it.
+// With a validation split (ValidateSplit), every candidate is validated on
+// the split, never on the tasks the learning curve is reported on: tasks
 // compatible with the batch's (same category or overlapping tags) first,
 // then the rest, up to [validation] pool_size per batch. Otherwise, with a
-// configured pool, compatible pool tasks that contributed nothing, falling
-// back to the batch's own tasks; without either, the batch's tasks. source
-// says which was used, and the decision records it.
+// configured pool, compatible pool tasks that contributed nothing; without
+// one (or with none compatible), the row's own tasks that contributed
+// nothing, compatible ones first. Only when every task contributed are the
+// batch's tasks used. source says which was used, and the decision records
+// it.
 func (r *Run) validationTasks(batchID string, batch []mediator.Proposal) (tasks []*benchmarks.Task, source string) {
 	contributing := map[string]bool{}
 	for _, p := range batch {
@@ -273,18 +302,7 @@ func (r *Run) validationTasks(batchID string, batch []mediator.Proposal) (tasks 
 		return false
 	}
 	if len(r.ValidateSplit) > 0 {
-		var first, rest []*benchmarks.Task
-		for _, cand := range r.ValidateSplit {
-			if isCompatible(cand) {
-				first = append(first, cand)
-			} else {
-				rest = append(rest, cand)
-			}
-		}
-		picked := r.sample(batchID, first, r.Config.Validation.PoolSize)
-		picked = append(picked, r.sample(batchID+"/rest", rest, r.Config.Validation.PoolSize-len(picked))...)
-		sort.Slice(picked, func(a, b int) bool { return picked[a].ID < picked[b].ID })
-		return picked, "validation split"
+		return r.drawValidation(batchID, r.ValidateSplit, isCompatible), "validation split"
 	}
 	if len(r.ValidationPool) > 0 {
 		var picked []*benchmarks.Task
@@ -298,9 +316,15 @@ func (r *Run) validationTasks(batchID string, batch []mediator.Proposal) (tasks 
 		if len(picked) > 0 {
 			return picked, "held-out pool"
 		}
-		source = "batch tasks (the pool holds no compatible task)"
-	} else {
-		source = "batch tasks"
+	}
+	var apart []*benchmarks.Task
+	for _, t := range r.Tasks {
+		if !contributing[t.ID] {
+			apart = append(apart, t)
+		}
+	}
+	if len(apart) > 0 {
+		return r.drawValidation(batchID, apart, isCompatible), "row tasks apart from the batch's"
 	}
 	var out []*benchmarks.Task
 	for id := range contributing {
@@ -309,7 +333,24 @@ func (r *Run) validationTasks(batchID string, batch []mediator.Proposal) (tasks 
 		}
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
-	return out, source
+	return out, "batch tasks (every task of the row contributed a proposal)"
+}
+
+// drawValidation draws up to [validation] pool_size of candidates for a
+// batch: those compatible with its tasks first, then the rest, sorted by id.
+func (r *Run) drawValidation(batchID string, candidates []*benchmarks.Task, isCompatible func(*benchmarks.Task) bool) []*benchmarks.Task {
+	var first, rest []*benchmarks.Task
+	for _, cand := range candidates {
+		if isCompatible(cand) {
+			first = append(first, cand)
+		} else {
+			rest = append(rest, cand)
+		}
+	}
+	picked := r.sample(batchID, first, r.Config.Validation.PoolSize)
+	picked = append(picked, r.sample(batchID+"/rest", rest, r.Config.Validation.PoolSize-len(picked))...)
+	sort.Slice(picked, func(a, b int) bool { return picked[a].ID < picked[b].ID })
+	return picked
 }
 
 // sample draws at most n of tasks (all when n <= 0 and tasks are fewer).
@@ -385,14 +426,14 @@ func (r *Run) validate(ctx context.Context, batchID string, batch []mediator.Pro
 					skill = candidate
 				}
 				arm := string(req.Arm)
-				trialID := fmt.Sprintf("v%s-%s-%s-k%d", batchID, arm, req.Task, req.Index)
+				trialID := rundir.ValidationTrialID(batchID, arm, req.Task, req.Index)
 				// Paired seeds: both arms of one (task, index) share the seed.
 				seed := trialSeed(r.Spec.Seed, fmt.Sprintf("%s/%s/%d", batchID, req.Task, req.Index))
 				tr := r.Trials.Run(ctx, executor.TrialSpec{
 					Task: byID[req.Task], Agent: r.NewAgent("validator"), ExecutorSkill: skill,
 					JobDir: filepath.Join(dir, rundir.ValidationTrialDir(arm, req.Task, req.Index)),
 					RunID:  r.labelRun(), Row: r.Spec.Name, TrialID: trialID, Seed: seed,
-					Caller: "coevo/validation/" + trialID,
+					Caller: rundir.ValidationCaller(trialID).String(),
 				})
 				r.emit(Event{Kind: EventValidationTrialDone, Task: req.Task, Status: string(tr.Status), Reward: tr.Reward,
 					Message: "batch " + batchID + ", " + arm})
@@ -509,10 +550,10 @@ func (r *Run) reflect(ctx context.Context, it int, role conditions.Role) ([]rund
 		return nil, err
 	}
 	rf := *r.reflector
-	rf.Caller = fmt.Sprintf("coevo/reflector/%s/i%04d", role, it)
+	rf.Caller = rundir.ReflectorCaller(role, it).String()
 	out, err := rf.Reflect(ctx, role, string(current.Content), pairs)
 	if err != nil {
-		if r.fatal(ctx, err) {
+		if r.stopsRun(ctx, err) {
 			return nil, fmt.Errorf("reflect on the %s skill: %w", role, err)
 		}
 		out = mediator.Reflection{Outcome: "error", Reasoning: "the Reflector's model failed: " + err.Error()}
@@ -541,33 +582,18 @@ func (r *Run) reflect(ctx context.Context, it int, role conditions.Role) ([]rund
 }
 
 // reflectionEntries are the role's history entries the Reflector may pair:
-// rewarded plans and proposals for the Planner, rewarded reports for the
-// Mediator. FormPairs then pairs only entries of the same kind.
-//
-// A proposal joins only once its batch was adopted. Its delayed reward is
-// still attached when the task's next trial settles (the Advisor is shown
-// it, and the provenance of an adopted batch records it), so the history
-// keeps settling every entry alike. But a proposal that was rejected, or is
-// still buffered, never changed the executor skill: the reward of the next
-// trial says nothing about whether the edit was any good, and pairing on it
-// would teach the Planner from noise. The adopted proposals are read from
-// the provenance records of executor updates.
+// plans and proposals with an outcome for the Planner, reports with one for
+// the Mediator. FormPairs then pairs only entries of the same kind, so each
+// pair compares two decisions of one kind by the outcome that kind is
+// credited with (see rundir.History): a plan by its own trial, a report by
+// the trial it informed, a proposal by what followed its batch's decision.
+// A proposal still buffered has no outcome yet and does not join.
 func (r *Run) reflectionEntries(role conditions.Role) ([]mediator.PairEntry, error) {
 	kinds := map[conditions.Role][]string{
 		conditions.RolePlanner:  {rundir.EntryPlan, rundir.EntryProposal},
 		conditions.RoleMediator: {rundir.EntryReport},
 	}[role]
-	var applied map[string]bool
-	if slices.Contains(kinds, rundir.EntryProposal) {
-		var err error
-		if applied, err = r.appliedProposals(); err != nil {
-			return nil, err
-		}
-	}
 	entries := r.history.Entries(func(e *rundir.Entry) bool {
-		if e.Kind == rundir.EntryProposal && !applied[e.ID] {
-			return false
-		}
 		return e.Role == string(role) && e.Reward != nil && slices.Contains(kinds, e.Kind)
 	})
 	var pe []mediator.PairEntry
@@ -575,28 +601,6 @@ func (r *Run) reflectionEntries(role conditions.Role) ([]mediator.PairEntry, err
 		pe = append(pe, pairEntry(e))
 	}
 	return pe, nil
-}
-
-// appliedProposals returns the ids of the proposals whose batch changed the
-// executor skill, from history/skill_updates.jsonl.
-func (r *Run) appliedProposals() (map[string]bool, error) {
-	applied := map[string]bool{}
-	err := durable.ReadLog(r.updates.Path(), func(line []byte) error {
-		var prov Provenance
-		if err := json.Unmarshal(line, &prov); err != nil {
-			return err
-		}
-		if prov.Role == string(conditions.RoleExecutor) {
-			for _, id := range prov.ProposalIDs {
-				applied[id] = true
-			}
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read the executor updates: %w", err)
-	}
-	return applied, nil
 }
 
 // pairEntry is a rewarded history entry as the Reflector sees it. A
@@ -611,7 +615,13 @@ func pairEntry(e rundir.Entry) mediator.PairEntry {
 	if e.Reward != nil {
 		reward = *e.Reward
 	}
-	return mediator.PairEntry{ID: e.ID, Role: e.Role, Kind: e.Kind, TaskID: e.TaskID, Iteration: e.Iteration, Content: content, Reward: reward}
+	pe := mediator.PairEntry{ID: e.ID, Role: e.Role, Kind: e.Kind, TaskID: e.TaskID, Iteration: e.Iteration, Content: content,
+		Reward: reward, Source: e.Source}
+	if t := e.Trial; t != nil {
+		pe.Outcome = mediator.Outcome{Status: t.Status, Reward: t.Reward, TestsPassed: t.TestsPassed,
+			TestsFailed: t.TestsFailed, TestsTotal: t.TestsTotal}
+	}
+	return pe
 }
 
 const withheldNote = "[withheld: the Mediator gave the Planner no report for this trial]"

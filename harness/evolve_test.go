@@ -3,6 +3,7 @@ package harness
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -212,10 +213,10 @@ func TestValidationTasksPreferCompatibleHeldOutTasks(t *testing.T) {
 		poolSize int
 		want     []string
 	}{
-		{"no pool: the batch's tasks", nil, 0, []string{"a", "b"}},
+		{"no pool: the row's tasks apart from the batch's", nil, 0, []string{"c"}},
 		{"compatible held-out tasks only", pool, 0, []string{"p1", "p2"}},
 		{"pool_size samples", pool, 1, nil},
-		{"no compatible task: back to the batch's", []*benchmarks.Task{task("p3", "other", "unrelated")}, 0, []string{"a", "b"}},
+		{"no compatible pool task: the row's tasks apart from the batch's", []*benchmarks.Task{task("p3", "other", "unrelated")}, 0, []string{"c"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -241,6 +242,47 @@ func TestValidationTasksPreferCompatibleHeldOutTasks(t *testing.T) {
 			}
 			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
 				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// Without a split or a pool, a candidate is validated on the row's tasks
+// that contributed no proposal, compatible ones first; the batch's own
+// tasks are used only when every task contributed.
+func TestValidationStaysApartFromTheProposalsTasks(t *testing.T) {
+	task := func(id, category string) *benchmarks.Task {
+		return &benchmarks.Task{ID: id, Config: benchmarks.TaskConfig{Metadata: map[string]any{"category": category}}}
+	}
+	tests := []struct {
+		name       string
+		poolSize   int
+		batch      []string
+		want       []string
+		wantSource string
+	}{
+		{"every other task", 0, []string{"a"}, []string{"b", "c", "d"}, "row tasks apart from the batch's"},
+		{"compatible first", 1, []string{"a"}, []string{"c"}, "row tasks apart from the batch's"},
+		{"every task contributed", 0, []string{"a", "b", "c", "d"}, []string{"a", "b", "c", "d"},
+			"batch tasks (every task of the row contributed a proposal)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := newTestRun(t, conditions.LearnedMediator, conditions.PolicyAll, []string{"a"}, 1, func(c *config.Config) {
+				c.Validation.PoolSize = tt.poolSize
+			})
+			tr.run.Tasks = []*benchmarks.Task{task("a", "build"), task("b", "text"), task("c", "build"), task("d", "text")}
+			var batch []mediator.Proposal
+			for _, id := range tt.batch {
+				batch = append(batch, mediator.Proposal{TaskID: id})
+			}
+			picked, source := tr.run.validationTasks("b001", batch)
+			var got []string
+			for _, vt := range picked {
+				got = append(got, vt.ID)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") || source != tt.wantSource {
+				t.Errorf("got %v from %q, want %v from %q", got, source, tt.want, tt.wantSource)
 			}
 		})
 	}
@@ -382,50 +424,58 @@ func TestValidationPoolSampleIsPerBatch(t *testing.T) {
 	}
 }
 
-// A proposal whose batch was rejected, or that is still buffered, changed
-// nothing: it forms no pair however its task fared next. A proposal of an
-// adopted batch does, and only ever with another proposal.
-func TestReflectionPairsOnlyAppliedProposals(t *testing.T) {
+// The Reflector's pairs compare decisions of one kind by the outcome that
+// kind is credited with: plans by their own trials, proposals by what
+// followed their batch's decision (the next trial after an adoption, the
+// verdict after a rejection). A proposal still buffered forms no pair.
+func TestReflectionPairsDecisionsByTheirOwnOutcomes(t *testing.T) {
 	tr := newTestRun(t, conditions.LearnedMediator, conditions.PolicyAll, []string{"a", "b"}, 1, nil)
 	if err := tr.run.openLogs(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(tr.run.close)
+	tr.run.st = &State{}
 	h := tr.run.history
-	add := func(id, kind, task string, it int) {
-		if err := h.Add(rundir.Entry{ID: id, Role: "planner", Kind: kind, TaskID: task, Iteration: it}); err != nil {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	add := func(id, kind, task string, it int) {
+		must(h.Add(rundir.Entry{ID: id, Role: "planner", Kind: kind, TaskID: task, Iteration: it}))
 	}
 	settle := func(task string, it int, reward float64) {
-		if _, err := h.Settle(task, it, fmt.Sprintf("t%d", it), &reward, true, "ok"); err != nil {
-			t.Fatal(err)
-		}
+		_, err := h.Settle(task, it, fmt.Sprintf("t%d", it), &reward, true, "ok")
+		must(err)
 	}
-	// Task a: plans and proposals at iterations 1 and 2, rewarded 0 and 1.
-	// Task b: the same, with the proposals never adopted.
-	for it, reward := range []float64{0, 1} {
-		for _, task := range []string{"a", "b"} {
+	// Iteration 1: a's plan scores 0, b's 1; each proposes an edit.
+	// a's proposal is adopted and a's next trial scores 1; b's is
+	// rejected. Iteration 2's proposals stay buffered.
+	for it, rewards := range [][2]float64{{0, 1}, {1, 0}} {
+		for i, task := range []string{"a", "b"} {
 			add(fmt.Sprintf("%s/%d/plan", task, it+1), rundir.EntryPlan, task, it+1)
+			settle(task, it+1, rewards[i])
 			add(fmt.Sprintf("%s/%d/proposal", task, it+1), rundir.EntryProposal, task, it+1)
-			settle(task, it+2, reward)
 		}
-	}
-	if err := tr.run.updates.Append(Provenance{ID: "executor/b001", Role: "executor", Flow: "advisor_gate",
-		ProposalIDs: []string{"a/1/proposal", "a/2/proposal"}}); err != nil {
-		t.Fatal(err)
+		if it == 0 {
+			must(h.Pend("a", []string{"a/1/proposal"}))
+			must(tr.run.reject(rejection{Type: "candidate", BatchID: "b001", Reason: "validation rejected the candidate",
+				Proposals: []mediator.Proposal{{ID: "b/1/proposal", TaskID: "b"}}, judged: true}))
+		}
 	}
 	pe, err := tr.run.reflectionEntries(conditions.RolePlanner)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
+	got := map[string]float64{}
 	for _, e := range pe {
-		got = append(got, e.ID)
+		got[e.ID] = e.Reward
 	}
-	want := "a/1/plan,a/1/proposal,b/1/plan,a/2/plan,a/2/proposal,b/2/plan"
-	if strings.Join(got, ",") != want {
-		t.Errorf("entries %v, want %s", got, want)
+	want := map[string]float64{"a/1/plan": 0, "b/1/plan": 1, "a/2/plan": 1, "b/2/plan": 0,
+		"a/1/proposal": 1, "b/1/proposal": rejectedOutcome}
+	if !maps.Equal(got, want) {
+		t.Errorf("entries and outcomes %v, want %v", got, want)
 	}
 	pairs := mediator.FormPairs(pe, mediator.PairConfig{MaxPairs: 10, BucketFraction: 0.5, MinRewardGap: 0.1}, 1)
 	formed := map[[2]string]bool{}
@@ -433,16 +483,10 @@ func TestReflectionPairsOnlyAppliedProposals(t *testing.T) {
 		if p.Better.Kind != p.Worse.Kind {
 			t.Errorf("pair %s / %s mixes %s and %s", p.Better.ID, p.Worse.ID, p.Better.Kind, p.Worse.Kind)
 		}
-		if strings.HasPrefix(p.Better.ID, "b/") && p.Better.Kind == rundir.EntryProposal ||
-			strings.HasPrefix(p.Worse.ID, "b/") && p.Worse.Kind == rundir.EntryProposal {
-			t.Errorf("pair %s / %s holds an unapplied proposal", p.Better.ID, p.Worse.ID)
-		}
 		formed[[2]string{p.Better.ID, p.Worse.ID}] = true
 	}
-	for _, w := range [][2]string{{"a/2/proposal", "a/1/proposal"}, {"a/2/plan", "a/1/plan"}, {"b/2/plan", "b/1/plan"}} {
-		if !formed[w] {
-			t.Errorf("no pair %v among %v", w, formed)
-		}
+	if !formed[[2]string{"a/1/proposal", "b/1/proposal"}] {
+		t.Errorf("no pair of the adopted proposal over the rejected one among %v", formed)
 	}
 }
 
@@ -491,7 +535,10 @@ func TestAdvisorSeesProposalEvidence(t *testing.T) {
 			later += len(want)
 			line := fmt.Sprintf("rewards of task %s since: %s\n", e.TaskID, strings.Join(want, ", "))
 			if len(want) == 0 {
-				line = fmt.Sprintf("rewards of task %s since: none yet\n", e.TaskID)
+				line = fmt.Sprintf("later attempts at task %s: none yet\n", e.TaskID)
+			}
+			if !strings.Contains(prompt, fmt.Sprintf("outcome of iteration %d: status: ", e.Iteration)) {
+				t.Errorf("the Advisor's prompt lacks the outcome of the trial %s was proposed after", e.ID)
 			}
 			if !strings.Contains(prompt, line) {
 				t.Errorf("batch %s (iteration %d): the Advisor's prompt lacks %q for %s", batchID, reviewedAt[batchID], line, e.ID)
@@ -506,6 +553,46 @@ func TestAdvisorSeesProposalEvidence(t *testing.T) {
 			if p.Digest == "" || p.DigestKind != string(conditions.FeedbackMediatorReport) {
 				t.Errorf("rejected proposal %s has digest %q (%s)", p.ID, p.Digest, p.DigestKind)
 			}
+		}
+	}
+}
+
+// The Reflector sees each side of a pair with its own trial's outcome and,
+// for a plan, the prior context it was written from; the history records
+// both.
+func TestReflectorSeesWhatEachEntryCameFrom(t *testing.T) {
+	tr := newTestRun(t, conditions.LearnedMediator, conditions.PolicyAll, []string{"a", "b"}, 6, func(c *config.Config) {
+		c.Experiment.CoevoInterval = 2
+	})
+	tr.trials.reward["b"] = 0.5
+	tr.execute(t)
+	h, err := rundir.OpenHistory(filepath.Join(tr.run.Dir.Path, rundir.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	sourced := 0
+	for _, e := range h.Entries(func(e *rundir.Entry) bool { return e.Kind == rundir.EntryPlan }) {
+		if e.Trial == nil || e.Trial.Status == "" {
+			t.Errorf("plan %s records no outcome of its trial", e.ID)
+		}
+		if e.Source != "" {
+			sourced++
+			if !strings.Contains(e.Source, "The Mediator's report on your last attempt at this task:") {
+				t.Errorf("plan %s records a source without its title: %q", e.ID, e.Source)
+			}
+		}
+	}
+	if sourced == 0 {
+		t.Error("no plan records the prior context it was written from")
+	}
+	reqs := tr.rec.ByKind(mediator.KindReflection)
+	if len(reqs) == 0 {
+		t.Fatal("the Reflector was never called")
+	}
+	for _, q := range reqs {
+		if p := promptText(q); !strings.Contains(p, "its own trial: status: ") {
+			t.Errorf("a reflection prompt shows no entry's own trial:\n%s", p)
 		}
 	}
 }

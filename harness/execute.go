@@ -49,7 +49,8 @@ type RowOutcome struct {
 	Status rundir.Status `json:"status"`
 	Result Result        `json:"-"`
 	Error  string        `json:"error,omitempty"`
-	// skipped: the row had completed and this invocation left it alone.
+	// skipped: this invocation left the row alone (it had completed, or
+	// another process holds it).
 	skipped bool
 }
 
@@ -342,6 +343,10 @@ func (ex *execution) runRows(ctx context.Context, md *rundir.Dir) []RowOutcome {
 	var wg sync.WaitGroup
 	for i, row := range p.Rows {
 		d, err := ex.openOrCreateRow(md, row)
+		if errors.Is(err, rundir.ErrInUse) {
+			rows[i] = ex.heldRow(md, row, err)
+			continue
+		}
 		if err != nil {
 			rows[i] = RowOutcome{Name: row.Name, Status: rundir.StatusFailed, Error: err.Error(),
 				Result: Result{Status: rundir.StatusFailed, Err: err}}
@@ -379,6 +384,19 @@ func (ex *execution) runRows(ctx context.Context, md *rundir.Dir) []RowOutcome {
 	}
 	wg.Wait()
 	return rows
+}
+
+// heldRow is the outcome of a row another process is running (err says
+// which): it is skipped and said so, and counts as interrupted, so the
+// matrix stays resumable rather than failed; the row's own record is that
+// process's.
+func (ex *execution) heldRow(md *rundir.Dir, row RowSpec, err error) RowOutcome {
+	msg := fmt.Sprintf("skipped: another process is running it; resume the matrix again once it is done (%v)", err)
+	if ex.opts.Events != nil {
+		ex.opts.Events(Event{Kind: EventRowHeld, Row: row.Name, Message: msg})
+	}
+	return RowOutcome{Name: row.Name, Dir: md.RowPath(row.Name), Status: rundir.StatusInterrupted, Error: msg,
+		Result: Result{Status: rundir.StatusInterrupted}, skipped: true}
 }
 
 // cappedTrials runs at most cap(slots) trials of its inner runner at once.

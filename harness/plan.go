@@ -125,6 +125,9 @@ type Plan struct {
 	config *config.Config
 	// Notes are caveats a reader of the plan should know.
 	Notes []string `json:"notes,omitempty"`
+	// Warnings are what makes a row measure something other than its name
+	// says; a run prints them on stderr when it starts, a dry run lists them.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // PlanOptions are the choices a plan is built from. Zero values mean the
@@ -138,6 +141,11 @@ type PlanOptions struct {
 	// empty.
 	Tasks   []string
 	TaskSet string
+	// ListTasks, when set, gives a new run's Tasks and TaskSet once its
+	// design has passed the rules, so that a broken design is refused
+	// before a task set is listed (which may download it). Its error is
+	// returned as it is.
+	ListTasks func() (tasks []string, set string, err error)
 	// Condition, Policy, Preset and Lab describe the single row of a run.
 	Condition conditions.Condition
 	Policy    conditions.Policy
@@ -176,35 +184,12 @@ func BuildRunPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 	p := &Plan{Kind: rundir.KindRun, OutDir: o.OutDir}
 	var resumed *rundir.Manifest
 	if o.Resume != "" {
-		d, err := rundir.Open(o.Resume)
+		m, err := resumedRun(&o)
 		if err != nil {
 			return nil, err
 		}
-		m := d.Manifest()
-		if m.Kind != rundir.KindRun {
-			return nil, fmt.Errorf("--resume %s: that is a %s directory; resume it with `harness %s --resume`", o.Resume, m.Kind, m.Kind)
-		}
-		cond, err := conditions.ParseCondition(m.Condition)
-		if err != nil {
-			return nil, fmt.Errorf("--resume %s: %s: %w", o.Resume, rundir.ManifestFile, err)
-		}
-		pol, err := conditions.ParsePolicy(m.Policy)
-		if err != nil {
-			return nil, fmt.Errorf("--resume %s: %s: %w", o.Resume, rundir.ManifestFile, err)
-		}
-		o.Condition, o.Policy, o.Preset, o.Lab = cond, pol, m.Preset, m.Lab
-		o.Seeds = []int64{m.Seed}
-		o.Tasks, o.TaskSet = m.Tasks, m.TaskSet
-		o.Split = SplitOptions{Validate: m.ValidateTasks, HeldOut: m.HeldOutTasks}
-		if o.Iterations == 0 {
-			o.Iterations = m.Iterations
-		}
-		if m.Agent != "" {
-			o.Agent = m.Agent
-		}
-		o.Offline = o.Offline || m.Offline
 		p.ResumeDir, p.OutDir = o.Resume, o.Resume
-		resumed = &m
+		resumed = m
 	}
 	if o.Condition == "" {
 		o.Condition = conditions.LearnedMediator
@@ -218,6 +203,12 @@ func BuildRunPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 	}
 	if err := conditions.Validate(o.Condition, o.Policy); err != nil {
 		return nil, err
+	}
+	if o.ListTasks != nil && resumed == nil {
+		var err error
+		if o.Tasks, o.TaskSet, err = o.ListTasks(); err != nil {
+			return nil, err
+		}
 	}
 	if err := p.fillCommon(cfg, &o); err != nil {
 		return nil, err
@@ -242,8 +233,43 @@ func BuildRunPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 	if err := p.estimate(cfg); err != nil {
 		return nil, err
 	}
+	p.noteValidationSource(cfg)
 	p.settle(cfg)
 	return p, nil
+}
+
+// resumedRun reads the run directory o.Resume names and takes its design
+// (condition, policy, tasks, seed, split, agent) into o, so a resume runs
+// what the run was started with.
+func resumedRun(o *PlanOptions) (*rundir.Manifest, error) {
+	d, err := rundir.Open(o.Resume)
+	if err != nil {
+		return nil, err
+	}
+	m := d.Manifest()
+	if m.Kind != rundir.KindRun {
+		return nil, fmt.Errorf("--resume %s: that is a %s directory; resume it with `harness %s --resume`", o.Resume, m.Kind, m.Kind)
+	}
+	cond, err := conditions.ParseCondition(m.Condition)
+	if err != nil {
+		return nil, fmt.Errorf("--resume %s: %s: %w", o.Resume, rundir.ManifestFile, err)
+	}
+	pol, err := conditions.ParsePolicy(m.Policy)
+	if err != nil {
+		return nil, fmt.Errorf("--resume %s: %s: %w", o.Resume, rundir.ManifestFile, err)
+	}
+	o.Condition, o.Policy, o.Preset, o.Lab = cond, pol, m.Preset, m.Lab
+	o.Seeds = []int64{m.Seed}
+	o.Tasks, o.TaskSet = m.Tasks, m.TaskSet
+	o.Split = SplitOptions{Validate: m.ValidateTasks, HeldOut: m.HeldOutTasks}
+	if o.Iterations == 0 {
+		o.Iterations = m.Iterations
+	}
+	if m.Agent != "" {
+		o.Agent = m.Agent
+	}
+	o.Offline = o.Offline || m.Offline
+	return &m, nil
 }
 
 // BuildMatrixPlan plans a matrix: its rows expanded over their seeds, each
@@ -324,6 +350,7 @@ func BuildMatrixPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 	if err := p.estimate(cfg); err != nil {
 		return nil, err
 	}
+	p.noteValidationSource(cfg)
 	p.settle(cfg)
 	return p, nil
 }
@@ -355,6 +382,7 @@ func (o *PlanOptions) apply(cfg *config.Config) *config.Config {
 // settle records in cfg what the plan decided beyond the command line, so
 // the run's config.toml says what was run, and keeps it as the plan's.
 func (p *Plan) settle(cfg *config.Config) {
+	p.warnEmptySharedNotes(cfg)
 	// A resumed offline run stays offline whatever the configuration says.
 	if p.Offline {
 		cfg.SetOffline()
@@ -368,6 +396,28 @@ func (p *Plan) settle(cfg *config.Config) {
 		cfg.Experiment.Seed = p.Seeds[0]
 	}
 	p.config = cfg
+}
+
+// warnEmptySharedNotes warns of shared_notes rows whose Planner would read
+// nothing: with [experiment] shared_notes empty, such a row is no_feedback
+// under another name. It warns rather than refuses, so a run begun
+// without notes still resumes, and a row meant as a control still runs.
+func (p *Plan) warnEmptySharedNotes(cfg *config.Config) {
+	if p.Agent != AgentLab || strings.TrimSpace(cfg.Experiment.SharedNotes) != "" {
+		return
+	}
+	var rows []string
+	for _, r := range p.Rows {
+		if r.Condition == conditions.SharedNotes && !slices.Contains(rows, r.Name) {
+			rows = append(rows, r.Name)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	p.Warnings = append(p.Warnings, fmt.Sprintf("row %s uses condition shared_notes, but [experiment] shared_notes is empty: "+
+		"its Planner reads no notes, so the row measures no_feedback under another name; write the notes in "+
+		"[experiment] shared_notes, or leave the row out", strings.Join(rows, ", ")))
 }
 
 // Config returns a copy of the configuration the plan runs with: the one it

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"regexp"
-	"strings"
 
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness/gate"
@@ -66,34 +64,6 @@ func (s spend) add(o spend) {
 // roleTokens are input and output tokens, per trial once divided.
 type roleTokens struct{ in, out float64 }
 
-// evalTrialSegment is the trial id of a held-out evaluation trial.
-var evalTrialSegment = regexp.MustCompile(`^e\d{4,}-k\d{2,}-`)
-
-// callerRole is the model role a ledger caller path charges: its first
-// segment, a subagent's kind when it ends the path, and for co-evolution
-// work (coevo/...) the role doing it.
-func callerRole(caller string) (conditions.Role, bool) {
-	segs := strings.Split(caller, "/")
-	if last := conditions.Role(segs[len(segs)-1]); len(segs) > 1 && (last == conditions.RoleCode || last == conditions.RoleExplore || last == conditions.RolePlan) {
-		return last, true
-	}
-	if segs[0] == "coevo" && len(segs) > 1 {
-		switch segs[1] {
-		case "advisor":
-			return conditions.RoleAdvisor, true
-		case "draft":
-			return conditions.RolePlanner, true
-		case "reflector":
-			return conditions.RoleReflector, true
-		case "validation":
-			return conditions.RoleExecutor, true
-		}
-		return "", false
-	}
-	r := conditions.Role(segs[0])
-	return r, r.IsModel()
-}
-
 // loadCalibration measures the earlier run or matrix in dir from its rows'
 // checkpoints: the ledger and the trials of completed iterations. Held-out
 // evaluation trials are left out; they are estimated like the trials they
@@ -147,42 +117,21 @@ func loadCalibration(dir string) (*calibration, error) {
 func tokensByRole(l llm.LedgerSnapshot) spend {
 	out := newSpend()
 	for caller, u := range l.ByCaller {
-		if isEvalCaller(caller) {
+		c, err := rundir.ParseCaller(caller)
+		if err != nil || c.HeldOut() {
 			continue
 		}
-		role, ok := callerRole(caller)
-		if !ok {
+		role := c.ModelRole()
+		if !role.IsModel() {
 			continue
 		}
 		t := roleTokens{float64(u.InputTokens), float64(u.OutputTokens)}
 		out.add(spend{all: map[conditions.Role]roleTokens{role: t}})
-		if isTrialWork(caller) {
+		if c.Training() {
 			out.add(spend{work: map[conditions.Role]roleTokens{role: t}})
 		}
 	}
 	return out
-}
-
-// isTrialWork reports whether a caller is a training trial's plan
-// ("planner/i0003-a") or its Executor ("executor/<student>/i0003-a/...").
-func isTrialWork(caller string) bool {
-	segs := strings.Split(caller, "/")
-	switch {
-	case segs[0] == string(conditions.RolePlanner):
-		return len(segs) == 2 && trialSegment.MatchString(segs[1])
-	case segs[0] == string(conditions.RoleExecutor):
-		return len(segs) >= 3 && trialSegment.MatchString(segs[2])
-	}
-	return false
-}
-
-func isEvalCaller(caller string) bool {
-	for _, seg := range strings.Split(caller, "/") {
-		if evalTrialSegment.MatchString(seg) {
-			return true
-		}
-	}
-	return false
 }
 
 // perTrial is the measured per-trial spend of a row: its own when the

@@ -89,6 +89,37 @@ func TestBuildRunPlanNotesTheContainerCap(t *testing.T) {
 	}
 }
 
+func TestPlanWarnsOfEmptySharedNotes(t *testing.T) {
+	tests := []struct {
+		name      string
+		condition conditions.Condition
+		notes     string
+		agent     string
+		warn      bool
+	}{
+		{"shared_notes without notes", conditions.SharedNotes, "", "", true},
+		{"blank notes count as none", conditions.SharedNotes, " \n ", "", true},
+		{"shared_notes with notes", conditions.SharedNotes, "Check outputs first.", "", false},
+		{"another condition", conditions.NoFeedback, "", "", false},
+		{"an agent without a Planner", conditions.SharedNotes, "", AgentOracle, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := rundirTestConfig(t)
+			cfg.Experiment.SharedNotes = tt.notes
+			p, err := BuildRunPlan(cfg, PlanOptions{Tasks: []string{"a"}, Condition: tt.condition, Policy: conditions.PolicyNone,
+				Agent: tt.agent, OutDir: "out"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Contains(strings.Join(p.Warnings, "\n"), "[experiment] shared_notes is empty")
+			if got != tt.warn {
+				t.Errorf("warnings %q, want the empty shared_notes warning %v", p.Warnings, tt.warn)
+			}
+		})
+	}
+}
+
 func TestBuildRunPlanRefuses(t *testing.T) {
 	cfg := rundirTestConfig(t)
 	base := PlanOptions{Tasks: []string{"a"}, Condition: conditions.LearnedMediator, Policy: conditions.PolicyAll}
@@ -396,6 +427,44 @@ func TestRowCallsCountsRemainingReflections(t *testing.T) {
 			got := rowCalls(cfg, lab, row, AgentLab, 1, tt.done, tt.iterations)[conditions.RoleReflector]
 			if got != int64(tt.want) {
 				t.Errorf("reflector calls = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// The dry run says where the gate finds its validation tasks: the split,
+// the pool, or the row's tasks apart from the batch's; a plan in which no
+// row can propose an executor edit says nothing.
+func TestBuildRunPlanNotesTheValidationSource(t *testing.T) {
+	tasks := []string{"a", "b", "c", "d"}
+	tests := []struct {
+		name   string
+		opts   PlanOptions
+		pool   []string
+		want   string
+		absent bool
+	}{
+		{"split", PlanOptions{Split: SplitOptions{Spec: "2:1:1"}}, nil, "on the validation split (1 tasks)", false},
+		{"pool", PlanOptions{}, []string{"p1", "p2"}, "[validation] pool tasks (2)", false},
+		{"default", PlanOptions{}, nil, "the row's tasks that contributed no proposal to its batch", false},
+		{"no executor edits", PlanOptions{Policy: conditions.PolicyNone}, nil, "the gate validates", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := rundirTestConfig(t)
+			cfg.Validation.Pool = tt.pool
+			o := tt.opts
+			o.Tasks, o.Condition, o.OutDir = tasks, conditions.LearnedMediator, "out"
+			if o.Policy == (conditions.Policy{}) && tt.name != "no executor edits" {
+				o.Policy = conditions.PolicyAll
+			}
+			p, err := BuildRunPlan(cfg, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			notes := strings.Join(p.Notes, "\n")
+			if got := strings.Contains(notes, tt.want); got == tt.absent {
+				t.Errorf("notes %q: contains %q = %v, want %v", notes, tt.want, got, !tt.absent)
 			}
 		})
 	}

@@ -15,7 +15,7 @@ func TestFillTraceColumns(t *testing.T) {
 	tests := []struct {
 		name         string
 		trace        executor.Trace
-		wantStatus   string
+		wantStatus   rundir.TrialStatus
 		wantEnv      bool
 		wantReward   bool
 		wantReported bool

@@ -116,6 +116,9 @@ const (
 	// EventLeftoversRemoved says, on a resume, what earlier processes of
 	// the run left running and was removed before any trial started.
 	EventLeftoversRemoved EventKind = "leftovers_removed"
+	// EventRowHeld says a matrix row is skipped because another process
+	// holds it (Message says which).
+	EventRowHeld EventKind = "row_held"
 )
 
 // Event is a progress notification.
@@ -289,15 +292,15 @@ func (r *Run) iterationInput(it int) (iterationInput, error) {
 // returns the outcomes in task order.
 func (r *Run) runTasks(ctx context.Context, it int, in iterationInput) []taskOutcome {
 	outcomes := make([]taskOutcome, len(r.Tasks))
-	r.each(ctx, len(r.Tasks), func(i int) { outcomes[i] = r.runTask(ctx, it, i, r.Tasks[i], &in) },
+	r.boundedParallel(ctx, len(r.Tasks), func(i int) { outcomes[i] = r.runTask(ctx, it, i, r.Tasks[i], &in) },
 		func(i int, err error) { outcomes[i].err = err })
 	return outcomes
 }
 
-// each calls work(i) for every i below n, at most Concurrency at once, and
-// waits for all of them; an i that gets no turn before ctx ends is passed
-// to skipped with ctx's error instead.
-func (r *Run) each(ctx context.Context, n int, work func(i int), skipped func(i int, err error)) {
+// boundedParallel calls work(i) for every i below n, at most Concurrency
+// at once, and waits for all of them; an i that gets no turn before ctx
+// ends is passed to skipped with ctx's error instead.
+func (r *Run) boundedParallel(ctx context.Context, n int, work func(i int), skipped func(i int, err error)) {
 	sem := make(chan struct{}, max(1, r.Concurrency))
 	var wg sync.WaitGroup
 	for i := range n {
@@ -367,7 +370,10 @@ func gatherOutcomes(outcomes []taskOutcome) iterationOutcome {
 // it writes the iteration's metric rows and checkpoints.
 func (r *Run) closeIteration(ctx context.Context, it int, done iterationOutcome) error {
 	r.bufferProposals(done.proposals)
-	coevo := r.Ledger.Tap(func(caller string) bool { return strings.HasPrefix(caller, "coevo/") })
+	coevo := r.Ledger.Tap(func(caller string) bool {
+		c, err := rundir.ParseCaller(caller)
+		return err == nil && c.Coevo()
+	})
 	defer coevo.Close()
 	updates, err := r.evolve(ctx, it)
 	if err != nil {
@@ -410,17 +416,17 @@ func (r *Run) student(index int) string {
 	return "student-" + strconv.Itoa(index%n+1)
 }
 
-// fatal reports whether an error must stop the run: a spent budget or a
+// stopsRun reports whether an error must stop the run: a spent budget or a
 // cancellation. Any other model failure, retries exhausted, only costs the
 // work it was part of.
-func (r *Run) fatal(ctx context.Context, err error) bool {
+func (r *Run) stopsRun(ctx context.Context, err error) bool {
 	return ctx.Err() != nil || errors.Is(err, llm.ErrBudgetExhausted)
 }
 
 // plannerFor is the Planner charging its calls to caller.
-func (r *Run) plannerFor(caller string) *mediator.Planner {
+func (r *Run) plannerFor(caller rundir.Caller) *mediator.Planner {
 	p := *r.planner
-	p.Caller = caller
+	p.Caller = caller.String()
 	return &p
 }
 
@@ -486,7 +492,7 @@ func (r *Run) roleWorks(role conditions.Role) bool {
 }
 
 func fillTraceColumns(row *rundir.MetricRow, t *executor.Trace) {
-	row.Status = string(t.Status)
+	row.Status = t.Status
 	row.EnvFailure = t.EnvFailure()
 	if t.Usable() {
 		v := *t.Reward
@@ -532,22 +538,21 @@ func (r *Run) finishRow(row rundir.MetricRow, charges map[string]llm.Usage) rund
 		row.ModelRetries += int32(d.Retries)
 		row.EstimatedTokens += d.EstimatedTokens
 		row.CachedInputTokens += d.CachedInputTokens
-		// Every caller path starts with the role that made the call.
-		role, _, _ := strings.Cut(caller, "/")
-		switch conditions.Role(role) {
-		case conditions.RolePlanner:
+		c, _ := rundir.ParseCaller(caller) // a path of no kind fills no role's columns
+		switch c.Kind {
+		case rundir.CallerPlanner:
 			row.PlannerInputTokens += d.InputTokens
 			row.PlannerOutputTokens += d.OutputTokens
 			row.PlannerCostUSD += d.CostUSD
-		case conditions.RoleExecutor:
+		case rundir.CallerExecutor:
 			row.ExecutorInputTokens += d.InputTokens
 			row.ExecutorOutputTokens += d.OutputTokens
 			row.ExecutorCostUSD += d.CostUSD
-		case conditions.RoleMediator:
+		case rundir.CallerMediator:
 			row.MediatorInputTokens += d.InputTokens
 			row.MediatorOutputTokens += d.OutputTokens
 			row.MediatorCostUSD += d.CostUSD
-		case conditions.RoleCompactor:
+		case rundir.CallerCompactor:
 			row.CompactorInputTokens += d.InputTokens
 			row.CompactorOutputTokens += d.OutputTokens
 			row.CompactorCostUSD += d.CostUSD
@@ -556,15 +561,11 @@ func (r *Run) finishRow(row rundir.MetricRow, charges map[string]llm.Usage) rund
 	return row
 }
 
-// ownsCaller reports whether a caller path belongs to a trial: one of its
-// segments is the trial id.
+// ownsCaller reports whether a caller path belongs to a trial: it names
+// the trial id.
 func ownsCaller(caller, trialID string) bool {
-	for seg := range strings.SplitSeq(caller, "/") {
-		if seg == trialID {
-			return true
-		}
-	}
-	return false
+	c, err := rundir.ParseCaller(caller)
+	return err == nil && c.Trial == trialID
 }
 
 // traceSummaryText is the plain summary of a digest, used as is when short.
@@ -609,7 +610,7 @@ func (r *Run) summarise(ctx context.Context, taskID string, it int, d mediator.T
 	if len(text) <= summaryCompactAbove {
 		return text, false, nil
 	}
-	c := mediator.Compactor{Client: r.Clients.Get(conditions.RoleCompactor), Caller: fmt.Sprintf("compactor/i%04d-%s", it, taskID)}
+	c := mediator.Compactor{Client: r.Clients.Get(conditions.RoleCompactor), Caller: rundir.CompactorCaller(rundir.TrialID(it, taskID)).String()}
 	seed := trialSeed(r.Spec.Seed, "summary/"+taskID+strconv.Itoa(it))
 	return c.SummariseTrace(ctx, seed, text, capText(text, summaryCompactAbove))
 }

@@ -132,11 +132,13 @@ func (r *Run) openLogs() error {
 func (r *Run) makeRoles() {
 	exp := r.Config.Experiment
 	seed := r.Spec.Seed
-	r.planner = &mediator.Planner{Client: r.Clients.Get(conditions.RolePlanner), Caller: string(conditions.RolePlanner), Seed: seed, MaxContextChars: exp.PlannerContextMaxChars}
-	r.mediator = &mediator.Mediator{Client: r.Clients.Get(conditions.RoleMediator), Caller: string(conditions.RoleMediator), MaxChars: exp.ReportMaxChars,
+	// Each use copies a role and sets the caller path of its work; until
+	// then a role is charged to its kind alone.
+	r.planner = &mediator.Planner{Client: r.Clients.Get(conditions.RolePlanner), Caller: rundir.Caller{Kind: rundir.CallerPlanner}.String(), Seed: seed, MaxContextChars: exp.PlannerContextMaxChars}
+	r.mediator = &mediator.Mediator{Client: r.Clients.Get(conditions.RoleMediator), Caller: rundir.Caller{Kind: rundir.CallerMediator}.String(), MaxChars: exp.ReportMaxChars,
 		TranscriptChars: r.Config.Mediator.TranscriptChars, Seed: seed}
-	r.advisor = &mediator.Advisor{Client: r.Clients.Get(conditions.RoleAdvisor), Caller: "coevo/advisor", Seed: seed}
-	r.reflector = &mediator.Reflector{Client: r.Clients.Get(conditions.RoleReflector), Caller: "coevo/reflector",
+	r.advisor = &mediator.Advisor{Client: r.Clients.Get(conditions.RoleAdvisor), Caller: rundir.Caller{Kind: rundir.CallerAdvisor}.String(), Seed: seed}
+	r.reflector = &mediator.Reflector{Client: r.Clients.Get(conditions.RoleReflector), Caller: rundir.Caller{Kind: rundir.CallerReflector}.String(),
 		MinChangedWords: r.Config.Reflection.MinChangedWords, Seed: seed}
 }
 
@@ -172,7 +174,7 @@ func (r *Run) rewind(st *State) error {
 		}
 	}
 	parts, _ := filepath.Glob(filepath.Join(r.Dir.MetricsDir(), rundir.MetricsPartPattern))
-	updates, _ := filepath.Glob(filepath.Join(r.Dir.MetricsDir(), rundir.UpdatesDir, rundir.UpdatesPartPattern))
+	updates, _ := rundir.UpdatesParts(r.Dir.MetricsDir())
 	for _, p := range append(parts, updates...) {
 		it, ok := rundir.ParseMetricsPart(filepath.Base(p))
 		if !ok {

@@ -33,7 +33,9 @@ type fakeTrials struct {
 	mu     sync.Mutex
 	specs  []executor.TrialSpec
 	reward map[string]float64 // per task; default 0.25
-	status map[string]executor.Status
+	// trialReward, per "task/iteration", overrides reward.
+	trialReward map[string]float64
+	status      map[string]executor.Status
 	// warnings are added to every trace of a task.
 	warnings map[string][]string
 	delay    time.Duration
@@ -68,6 +70,9 @@ func (f *fakeTrials) Run(ctx context.Context, spec executor.TrialSpec) *executor
 	r, ok := f.reward[spec.Task.ID]
 	if !ok {
 		r = 0.25
+	}
+	if v, ok := f.trialReward[fmt.Sprintf("%s/%d", spec.Task.ID, spec.Iteration)]; ok {
+		r = v
 	}
 	if strings.Contains(spec.ExecutorSkill, executor.DiligenceAdvice) {
 		r = min(1, r+0.5)
@@ -299,6 +304,30 @@ func TestConcurrentTasksKeepTheirOwnRewards(t *testing.T) {
 	}
 }
 
+// A plan is credited with the trial it planned and a Mediator report with
+// the task's next trial, the one whose plan it informed.
+func TestPlansAndReportsAreCreditedByKind(t *testing.T) {
+	tr := newTestRun(t, conditions.LearnedMediator, conditions.PolicyNone, []string{"a"}, 3, nil)
+	tr.trials.trialReward = map[string]float64{"a/1": 1, "a/2": 0, "a/3": 0.5}
+	tr.execute(t)
+	want := map[string]float64{"plan/1": 1, "plan/2": 0, "plan/3": 0.5, "report/1": 0, "report/2": 0.5}
+	seen := 0
+	for _, e := range historyEntries(t, tr.run.Dir.Path) {
+		w, ok := want[fmt.Sprintf("%s/%d", e.Kind, e.Iteration)]
+		switch {
+		case !ok && e.Reward != nil:
+			t.Errorf("entry %s credited with %v, want no outcome yet", e.ID, *e.Reward)
+		case ok && (e.Reward == nil || *e.Reward != w):
+			t.Errorf("entry %s credited with %v, want %v", e.ID, e.Reward, w)
+		case ok:
+			seen++
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("%d of the %d expected entries were credited", seen, len(want))
+	}
+}
+
 func TestEnvFailureHasNoRewardAndDropsPendingTags(t *testing.T) {
 	tr := newTestRun(t, conditions.LearnedMediator, conditions.PolicyNone, []string{"a", "b"}, 3, nil)
 	tr.trials.status["a/2"] = executor.StatusEnvFailure
@@ -320,8 +349,13 @@ func TestEnvFailureHasNoRewardAndDropsPendingTags(t *testing.T) {
 		}
 	}
 	for _, e := range historyEntries(t, tr.run.Dir.Path) {
-		if e.TaskID == "a" && e.Iteration == 1 && e.Reward != nil {
+		// A plan is credited with its own trial, so only a/1's report
+		// waited for the unusable trace.
+		if e.TaskID == "a" && e.Iteration == 1 && e.Kind != rundir.EntryPlan && e.Reward != nil {
 			t.Errorf("entry %s was tagged with reward %v although the next trace of its task was unusable", e.ID, *e.Reward)
+		}
+		if e.TaskID == "a" && e.Iteration == 2 && e.Kind == rundir.EntryPlan && e.Reward != nil {
+			t.Errorf("plan %s was credited with %v although its own trial was unusable", e.ID, *e.Reward)
 		}
 		if e.TaskID == "a" && e.Iteration == 2 && e.Role == "mediator" {
 			t.Errorf("the Mediator reported on an unusable trace: %s", e.ID)

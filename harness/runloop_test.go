@@ -74,7 +74,7 @@ func testMatrix(t *testing.T, cfg *config.Config, o PlanOptions, force bool) (*e
 		tasks = append(tasks, &benchmarks.Task{ID: id, Instruction: "Solve " + id + "."})
 	}
 	ft := &fakeTrials{reward: map[string]float64{}, status: map[string]executor.Status{}}
-	ex := &execution{opts: ExecOptions{Plan: p, ForceResume: force, Providers: llm.NewProvider}, cfg: cfg, tasks: tasks, trials: ft,
+	ex := &execution{opts: ExecOptions{Plan: p, ForceResume: force, Providers: newProvider}, cfg: cfg, tasks: tasks, trials: ft,
 		ledger: llm.NewLedger(llm.Limits{})}
 	return ex, ft
 }
@@ -332,13 +332,13 @@ func TestBudgetStopRerunsTheIterationOnResume(t *testing.T) {
 func TestPlannerFailureDropsPendingEntries(t *testing.T) {
 	tests := []struct {
 		err    error
-		status string
+		status rundir.TrialStatus
 	}{
-		{errors.New("HTTP 500 after 4 attempts"), string(executor.StatusAgentError)},
-		{errSimulatedBudget, string(executor.StatusBudgetExhausted)},
+		{errors.New("HTTP 500 after 4 attempts"), executor.StatusAgentError},
+		{errSimulatedBudget, executor.StatusBudgetExhausted},
 	}
 	for _, tt := range tests {
-		t.Run(tt.status, func(t *testing.T) {
+		t.Run(string(tt.status), func(t *testing.T) {
 			tr := newTestRun(t, conditions.LearnedMediator, conditions.PolicyNone, []string{"a", "b"}, 3, nil)
 			tr.failCalls(func(req llm.Request) error {
 				if req.Kind == mediator.KindPlan && req.Caller == "planner/i0002-a" {
@@ -356,7 +356,7 @@ func TestPlannerFailureDropsPendingEntries(t *testing.T) {
 				t.Errorf("no drop record for task a at iteration 2 with status %s", tt.status)
 			}
 			for _, e := range historyEntries(t, dir) {
-				if e.TaskID == "a" && e.Iteration == 1 && e.Reward != nil {
+				if e.TaskID == "a" && e.Iteration == 1 && e.Kind != rundir.EntryPlan && e.Reward != nil {
 					t.Errorf("entry %s got reward %v from an attempt its plan never fed", e.ID, *e.Reward)
 				}
 			}

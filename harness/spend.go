@@ -103,3 +103,58 @@ func compactSpend(dir string, st *State) error {
 	}
 	return durable.TruncateLines(filepath.Join(dir, rundir.SpendJournalFile), 0)
 }
+
+// reconcileCalls charges st's ledger with the calls the run's call log
+// holds beyond it. Each call is logged as it is made, but its spend is
+// saved to the journal only when its trial ends, so the calls of trials in
+// flight when a process was killed are in the log alone; a resumed run's
+// budget must count them. For each caller, what the log counts beyond the
+// ledger is added; a ledger that counts more (a call charged but never
+// sent) is left as it is. st's own fields are changed; nothing is written.
+func reconcileCalls(dir string, st *State) error {
+	logged := map[string]llm.Usage{}
+	unpriced := map[string]bool{}
+	err := rundir.ReadCalls(filepath.Join(dir, rundir.CallsFile), func(c rundir.CallRecord) error {
+		u := logged[c.Caller]
+		u.InputTokens += c.Usage.InputTokens
+		u.OutputTokens += c.Usage.OutputTokens
+		u.CostUSD += c.Usage.CostUSD
+		u.EstimatedTokens += c.Usage.EstimatedTokens
+		if c.Attempts > 0 || c.Usage.Tokens() > 0 {
+			u.Calls++
+		}
+		logged[c.Caller] = u
+		unpriced[c.Caller] = unpriced[c.Caller] || (c.Usage.Tokens() > 0 && !c.Usage.CostKnown)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reconcile the spend of %s with its call log: %w", dir, err)
+	}
+	missing := map[string]llm.Usage{}
+	for caller, u := range logged {
+		u.CostKnown = !unpriced[caller]
+		if m, ok := beyond(u, st.Ledger.ByCaller[caller]); ok {
+			missing[caller] = m
+		}
+	}
+	st.Ledger.Apply(missing, st.Ledger.Elapsed)
+	return nil
+}
+
+// beyond is what logged counts beyond charged, and whether that is
+// anything.
+func beyond(logged, charged llm.Usage) (llm.Usage, bool) {
+	m := llm.Usage{
+		InputTokens:     max(0, logged.InputTokens-charged.InputTokens),
+		OutputTokens:    max(0, logged.OutputTokens-charged.OutputTokens),
+		CostUSD:         max(0, logged.CostUSD-charged.CostUSD),
+		EstimatedTokens: max(0, logged.EstimatedTokens-charged.EstimatedTokens),
+		Calls:           max(0, logged.Calls-charged.Calls),
+		CostKnown:       logged.CostKnown,
+	}
+	// A cost difference below a micro-dollar is rounding, not a call.
+	if m.CostUSD < 1e-6 {
+		m.CostUSD = 0
+	}
+	return m, m.InputTokens > 0 || m.OutputTokens > 0 || m.CostUSD > 0 || m.Calls > 0
+}

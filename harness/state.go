@@ -13,7 +13,7 @@ type State = rundir.State[feedbackBook, mediator.Proposal, llm.LedgerSnapshot]
 
 func newState(runID, row, fingerprint string) *State {
 	return &State{Version: rundir.StateVersion, RunID: runID, Row: row, ConfigFingerprint: fingerprint,
-		SkillHashes: map[conditions.Role]string{}, Feedback: newFeedbackBook(), NotesSeen: map[string]int{}, Counts: map[string]int{},
+		SkillHashes: map[conditions.Role]string{}, Feedback: newFeedbackBook(), NotesSeen: map[string]int{}, Counts: map[rundir.TrialStatus]int{},
 		Warnings: map[string]int{}}
 }
 
@@ -30,7 +30,8 @@ func (b feedbackBook) clone() feedbackBook {
 
 // LoadState reads state.json as rundir.LoadState does, with an empty
 // feedback book when the file holds none, and the spend journal's records
-// since it was saved added to its ledger.
+// since it was saved, and the calls the call log holds beyond them, added
+// to its ledger.
 func LoadState(dir string) (*State, error) {
 	return completed(dir)(rundir.LoadState[feedbackBook, mediator.Proposal, llm.LedgerSnapshot](dir))
 }
@@ -41,7 +42,8 @@ func loadCheckpoint(d *rundir.Dir) (*State, error) {
 }
 
 // completed fills in what a loaded state of the run in dir lacks: an empty
-// feedback book when the file holds none, and the spend since it was saved.
+// feedback book when the file holds none, the spend since it was saved,
+// and the spend of calls only the call log recorded (a hard kill).
 func completed(dir string) func(*State, error) (*State, error) {
 	return func(st *State, err error) (*State, error) {
 		if st == nil || err != nil {
@@ -51,6 +53,9 @@ func completed(dir string) func(*State, error) (*State, error) {
 			st.Feedback = newFeedbackBook()
 		}
 		if err := foldSpend(dir, st); err != nil {
+			return nil, err
+		}
+		if err := reconcileCalls(dir, st); err != nil {
 			return nil, err
 		}
 		return st, nil

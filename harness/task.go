@@ -30,10 +30,13 @@ type taskRun struct {
 	// tap collects what this task's work is charged, for its row.
 	tap *llm.Tap
 	out taskOutcome
+	// prior is the prior context the plan was written from, titled, as the
+	// Reflector sees it beside the plan.
+	prior string
 }
 
 func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task, in *iterationInput) taskOutcome {
-	t := &taskRun{r: r, it: it, task: task, in: in, trialID: fmt.Sprintf("i%04d-%s", it, task.ID), student: r.student(index)}
+	t := &taskRun{r: r, it: it, task: task, in: in, trialID: rundir.TrialID(it, task.ID), student: r.student(index)}
 	t.row = r.baseRow(it, task.ID, t.trialID, t.student, in.hashes)
 	t.row.HumanNotes = int32(len(in.notes))
 	t.tap = r.trialTap(t.trialID)
@@ -48,24 +51,23 @@ func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task,
 		return t.out
 	}
 	feedback, ok := t.feedback(ctx, plan, trace)
-	if !ok || !t.propose(ctx, feedback) {
+	if !ok || !t.propose(ctx, feedback, trace) {
 		return t.out
 	}
 	t.end(nil)
 	return t.out
 }
 
-// abort ends the task's work on an error that leaves no metric row.
-func (t *taskRun) abort(err error) bool {
+// abort ends the task's work on an error that leaves no metric row; the
+// step that calls it then reports that the task goes no further.
+func (t *taskRun) abort(err error) {
 	t.out.err = err
-	return false
 }
 
 // end ends the task's work with its metric row, and err (nil for none).
-func (t *taskRun) end(err error) bool {
+func (t *taskRun) end(err error) {
 	t.out.err = err
 	t.out.row = t.r.finishRow(t.row, t.tap.Take())
-	return false
 }
 
 func (t *taskRun) lab() bool { return t.r.AgentKind == AgentLab }
@@ -82,6 +84,9 @@ func (t *taskRun) plan(ctx context.Context) (string, bool) {
 	if !t.lab() {
 		return "", true
 	}
+	if prior != "" && t.r.sourceShown() {
+		t.prior = header + ":\n" + prior
+	}
 	in := mediator.PlanInput{TaskID: t.task.ID, Iteration: t.it, PriorContext: prior, PriorContextHeader: header}
 	in.Instruction = shown(allowed, conditions.EvidenceInstruction, t.task.Instruction)
 	in.ExecutorSkill = shown(allowed, conditions.EvidenceExecutorSkill, t.in.skillText[conditions.RoleExecutor])
@@ -89,7 +94,7 @@ func (t *taskRun) plan(ctx context.Context) (string, bool) {
 	if allowed.Has(conditions.EvidenceHumanNotes) {
 		in.Notes = t.in.notes
 	}
-	plan, fellBack, err := t.r.plannerFor("planner/"+t.trialID).Plan(ctx, in)
+	plan, fellBack, err := t.r.plannerFor(rundir.PlannerCaller(t.trialID)).Plan(ctx, in)
 	if err != nil {
 		t.planFailed(ctx, err)
 		return "", false
@@ -104,11 +109,11 @@ func (t *taskRun) plan(ctx context.Context) (string, bool) {
 // model failed: a spent budget stops the run, any other failure costs only
 // this trial.
 func (t *taskRun) planFailed(ctx context.Context, err error) {
-	fatal := t.r.fatal(ctx, err)
-	t.row.Status = string(executor.StatusAgentError)
+	fatal := t.r.stopsRun(ctx, err)
+	t.row.Status = executor.StatusAgentError
 	if fatal {
 		t.out.err = fmt.Errorf("plan task %s: %w", t.task.ID, err)
-		t.row.Status = string(executor.StatusBudgetExhausted)
+		t.row.Status = executor.StatusBudgetExhausted
 	}
 	if werr := t.recordPlanFailure(err); werr != nil {
 		t.abort(werr)
@@ -121,7 +126,7 @@ func (t *taskRun) planFailed(ctx context.Context, err error) {
 		return
 	}
 	if !fatal {
-		t.r.emit(Event{Kind: EventTrialDone, Iteration: t.it, Task: t.task.ID, Status: t.row.Status, Message: orZero(t.row.Cause)})
+		t.r.emit(Event{Kind: EventTrialDone, Iteration: t.it, Task: t.task.ID, Status: string(t.row.Status), Message: orZero(t.row.Cause)})
 	}
 	t.out.row = t.r.finishRow(t.row, t.tap.Take())
 }
@@ -132,49 +137,57 @@ func (t *taskRun) planFailed(ctx context.Context, err error) {
 func (t *taskRun) trial(ctx context.Context, plan string) (*executor.Trace, bool) {
 	jobDir := t.r.Dir.Join(rundir.JobDir(t.task.ID, t.it))
 	if err := os.RemoveAll(jobDir); err != nil {
-		return nil, t.abort(fmt.Errorf("clear job directory %s: %w", jobDir, err))
+		t.abort(fmt.Errorf("clear job directory %s: %w", jobDir, err))
+		return nil, false
 	}
 	trace := runOnTurn(ctx, t.r.Trials, executor.TrialSpec{
 		Task: t.task, Agent: t.r.NewAgent(t.student), Plan: plan, ExecutorSkill: t.in.skillText[conditions.RoleExecutor],
 		JobDir: jobDir,
 		RunID:  t.r.labelRun(), Row: t.r.Spec.Name, Iteration: t.it, TrialID: t.trialID,
-		Seed: trialSeed(t.r.Spec.Seed, t.trialID), Caller: string(conditions.RoleExecutor) + "/" + t.student + "/" + t.trialID,
+		Seed: trialSeed(t.r.Spec.Seed, t.trialID), Caller: rundir.ExecutorCaller(t.student, t.trialID).String(),
 	}, func() (ended func()) {
 		t.r.emit(Event{Kind: EventTrialStart, Iteration: t.it, Task: t.task.ID})
 		return func() { t.r.emit(Event{Kind: EventTrialEnd, Iteration: t.it, Task: t.task.ID}) }
 	})
 	if ctx.Err() != nil {
-		return nil, t.abort(ctx.Err())
+		t.abort(ctx.Err())
+		return nil, false
 	}
 	fillTraceColumns(&t.row, trace)
 	for _, w := range trace.Warnings {
 		t.out.warnings = append(t.out.warnings, t.task.ID+": "+w)
 	}
 	if err := durable.WriteJSON(t.r.Dir.Join(rundir.TracePath(t.task.ID, t.it)), trace); err != nil {
-		return nil, t.abort(err)
+		t.abort(err)
+		return nil, false
 	}
 	// Spent is spent, even if the process dies before the checkpoint.
 	if err := t.r.saveSpend(); err != nil {
-		return nil, t.abort(err)
+		t.abort(err)
+		return nil, false
 	}
 	t.r.emit(Event{Kind: EventTrialDone, Iteration: t.it, Task: t.task.ID, Status: string(trace.Status), Reward: trace.Reward,
 		Warnings: trace.Warnings, Message: trace.Cause})
 	return trace, true
 }
 
-// settle is step 3: the trial's reward becomes the delayed reward of the
-// entries that fed this task's earlier work, and the plan is recorded. An
-// unusable trace ends the task's work here.
+// settle is step 3: the plan is recorded, then the trial's reward settles
+// it (a plan is credited with the trial it planned) along with the entries
+// left pending by this task's earlier work (the report that informed this
+// plan, the proposals adopted since). An unusable trace ends the task's
+// work here.
 func (t *taskRun) settle(plan string, trace *executor.Trace) bool {
-	if _, err := t.r.history.Settle(t.task.ID, t.it, t.trialID, trace.Reward, trace.Usable(), string(trace.Status)); err != nil {
-		return t.abort(err)
-	}
 	if t.lab() {
 		if err := t.r.history.Add(rundir.Entry{ID: t.r.entryID(t.it, t.task.ID, rundir.EntryPlan), Role: string(conditions.RolePlanner),
-			Kind: rundir.EntryPlan, TaskID: t.task.ID, Iteration: t.it, Content: plan,
+			Kind: rundir.EntryPlan, TaskID: t.task.ID, Iteration: t.it, Content: plan, Source: t.prior, Trial: trialOutcome(trace),
 			SkillHash: t.in.hashes[conditions.RolePlanner], TrialID: t.trialID}); err != nil {
-			return t.abort(err)
+			t.abort(err)
+			return false
 		}
+	}
+	if _, err := t.r.history.Settle(t.task.ID, t.it, t.trialID, trace.Reward, trace.Usable(), trace.Status); err != nil {
+		t.abort(err)
+		return false
 	}
 	if trace.Usable() {
 		return true
@@ -183,14 +196,15 @@ func (t *taskRun) settle(plan string, trace *executor.Trace) bool {
 	if trace.Status == executor.StatusBudgetExhausted {
 		err = llm.ErrBudgetExhausted
 	}
-	return t.end(err)
+	t.end(err)
+	return false
 }
 
 // feedback is step 4: what the next iteration may learn from this trial,
 // a trace summary or a Mediator report, as the condition says.
 // Both are cut from one evidence object through the visibility contract.
 func (t *taskRun) feedback(ctx context.Context, plan string, trace *executor.Trace) (string, bool) {
-	ev := &trialEvidence{trace: trace, plan: plan, maxChars: t.r.Config.Experiment.TaskOutputMaxChars,
+	ev := &trialEvidence{trace: trace, plan: plan, maxChars: t.r.Config.Experiment.TaskOutputMaxChars, verifier: t.r.Config.Experiment.Verifier(),
 		transcript: func() string { return t.condensedTranscript(trace) }}
 	switch t.r.Spec.Condition.PlannerContext() {
 	case conditions.ContextTraceSummaries:
@@ -208,8 +222,9 @@ func (t *taskRun) feedback(ctx context.Context, plan string, trace *executor.Tra
 func (t *taskRun) summary(ctx context.Context, digest mediator.TraceDigest) (string, bool) {
 	summary, fellBack, err := t.r.summarise(ctx, t.task.ID, t.it, digest)
 	if err != nil {
-		if t.r.fatal(ctx, err) {
-			return "", t.end(err)
+		if t.r.stopsRun(ctx, err) {
+			t.end(err)
+			return "", false
 		}
 		summary, fellBack = capText(traceSummaryText(digest), summaryCompactAbove), true
 	}
@@ -224,11 +239,12 @@ func (t *taskRun) summary(ctx context.Context, digest mediator.TraceDigest) (str
 
 func (t *taskRun) report(ctx context.Context, digest mediator.TraceDigest) (string, bool) {
 	med := *t.r.mediator
-	med.Caller = string(conditions.RoleMediator) + "/" + t.trialID
+	med.Caller = rundir.MediatorCaller(t.trialID).String()
 	rep, err := med.Report(ctx, t.in.skillText[conditions.RoleMediator], digest)
 	if err != nil {
-		if t.r.fatal(ctx, err) {
-			return "", t.end(fmt.Errorf("mediate task %s: %w", t.task.ID, err))
+		if t.r.stopsRun(ctx, err) {
+			t.end(fmt.Errorf("mediate task %s: %w", t.task.ID, err))
+			return "", false
 		}
 		// A Mediator whose model failed for good reports nothing this time.
 		rep = mediator.Report{Withheld: true, Reason: "mediator call failed: " + err.Error(), FellBack: true}
@@ -246,12 +262,14 @@ func (t *taskRun) report(ctx context.Context, digest mediator.TraceDigest) (stri
 		"withheld": rep.Withheld, "reason": rep.Reason, "abstraction_level": rep.AbstractionLevel,
 		"content": rep.Content, "protocol_hash": hash,
 	}); err != nil {
-		return "", t.abort(err)
+		t.abort(err)
+		return "", false
 	}
 	if err := t.r.history.Add(rundir.Entry{ID: id, Role: string(conditions.RoleMediator), Kind: rundir.EntryReport,
 		TaskID: t.task.ID, Iteration: t.it, Content: rep.Content, Path: rel, Withheld: rep.Withheld,
-		SkillHash: hash, TrialID: t.trialID}); err != nil {
-		return "", t.abort(err)
+		SkillHash: hash, TrialID: t.trialID, Trial: digestOutcome(digest)}); err != nil {
+		t.abort(err)
+		return "", false
 	}
 	if rep.Withheld {
 		return "", true
@@ -264,7 +282,7 @@ func (t *taskRun) report(ctx context.Context, digest mediator.TraceDigest) (stri
 
 // propose is step 5: an executor-skill proposal, when the policy and the
 // feedback allow one. It is buffered for the next Advisor batch.
-func (t *taskRun) propose(ctx context.Context, feedback string) bool {
+func (t *taskRun) propose(ctx context.Context, feedback string, trace *executor.Trace) bool {
 	allowed := t.r.visible(conditions.ConsumerPlannerProposal)
 	if !t.r.Spec.Policy.Executor || feedback == "" || !t.lab() || allowed.Empty() {
 		return true
@@ -277,10 +295,14 @@ func (t *taskRun) propose(ctx context.Context, feedback string) bool {
 	if allowed.Has(conditions.EvidenceRejections) {
 		in.RecentRejections = t.r.recentRejections()
 	}
-	ans, fellBack, err := t.r.plannerFor("planner/"+t.trialID+"/proposal").Propose(ctx, in)
+	if allowed.Has(conditions.EvidenceOutcome) {
+		in.Outcome = outcome(trace)
+	}
+	ans, fellBack, err := t.r.plannerFor(rundir.ProposalCaller(t.trialID)).Propose(ctx, in)
 	if err != nil {
-		if t.r.fatal(ctx, err) {
-			return t.end(fmt.Errorf("propose for task %s: %w", t.task.ID, err))
+		if t.r.stopsRun(ctx, err) {
+			t.end(fmt.Errorf("propose for task %s: %w", t.task.ID, err))
+			return false
 		}
 		ans, fellBack = mediator.ProposalAnswer{}, true
 	}
@@ -292,9 +314,10 @@ func (t *taskRun) propose(ctx context.Context, feedback string) bool {
 	}
 	id := t.r.entryID(t.it, t.task.ID, rundir.EntryProposal)
 	if err := t.r.history.Add(rundir.Entry{ID: id, Role: string(conditions.RolePlanner), Kind: rundir.EntryProposal,
-		TaskID: t.task.ID, Iteration: t.it, Content: ans.NewContent,
+		TaskID: t.task.ID, Iteration: t.it, Content: ans.NewContent, Source: shownSource(t.r.sourceShown(), feedback), Trial: trialOutcome(trace),
 		SkillHash: t.in.hashes[conditions.RolePlanner], TrialID: t.trialID}); err != nil {
-		return t.abort(err)
+		t.abort(err)
+		return false
 	}
 	// The proposal came from this trial's plan and, under a mediator
 	// condition, its report: name those entries that exist.
@@ -307,7 +330,7 @@ func (t *taskRun) propose(ctx context.Context, feedback string) bool {
 	}
 	t.out.proposal = &mediator.Proposal{ID: id, TaskID: t.task.ID, Iteration: t.it, EntryIDs: entryIDs,
 		OldContent: ans.OldContent, NewContent: ans.NewContent, Reasoning: ans.Reasoning,
-		Digest: feedback, DigestKind: string(t.r.Spec.Condition.ProposalFeedback())}
+		Digest: feedback, DigestKind: string(t.r.Spec.Condition.ProposalFeedback()), Outcome: outcome(trace)}
 	t.row.ProposalBuffered = true
 	return true
 }

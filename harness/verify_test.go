@@ -163,7 +163,7 @@ func TestInspectWarnsOfAMissingPart(t *testing.T) {
 	tr := newTestRun(t, conditions.NoFeedback, conditions.PolicyNone, []string{"a"}, 2, nil)
 	tr.execute(t)
 	remove(t, filepath.Join(tr.run.Dir.Path, "metrics", "part-00001.parquet"))
-	v, err := inspect.Run(tr.run.Dir.Path)
+	v, err := inspect.ReadRunView(tr.run.Dir.Path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package llm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -39,7 +38,17 @@ type Client struct {
 
 // ErrModelCall is wrapped by every error of a call the model provider did
 // not answer (after its own retries): the endpoint, not the caller, failed.
-var ErrModelCall = errors.New("model call")
+// Its ModelFailure method, which CallError has too, lets code that does not
+// import this package recognise it (the trial contract,
+// executor.IsModelFailure).
+var ErrModelCall error = modelCallFailed{}
+
+type modelCallFailed struct{}
+
+func (modelCallFailed) Error() string { return "model call" }
+
+// ModelFailure reports true: the model's endpoint failed the call.
+func (modelCallFailed) ModelFailure() bool { return true }
 
 // Complete refuses with an error wrapping ErrBudgetExhausted when the
 // budget is spent, otherwise calls the provider and charges the ledger
@@ -76,7 +85,7 @@ func (c *Client) call(ctx context.Context, req Request) (Response, CallRecord, e
 	}
 	resp, err := c.Provider.Complete(ctx, req)
 	release()
-	resp.Message = redactMessage(c.Redactor, resp.Message)
+	resp.Message = RedactMessage(c.Redactor, resp.Message)
 	err = c.Redactor.Error(err)
 	rec.Latency = time.Since(rec.Start)
 	rec.Attempts = resp.Attempts
@@ -133,6 +142,19 @@ func (c *Client) Offline() bool { return c.Provider != nil && c.Provider.Offline
 // HasPrice reports whether both token prices of a model are configured.
 func HasPrice(m config.Model) bool {
 	return m.PriceInputPerMTok != nil && m.PriceOutputPerMTok != nil
+}
+
+// Price is what u costs at m's prices, which must be set (HasPrice): input
+// read from the endpoint's prompt cache at the cached-input price when one
+// is configured, else as fresh input.
+func Price(m config.Model, u Usage) float64 {
+	cached := min(max(u.CachedInputTokens, 0), u.InputTokens)
+	cachedPrice := *m.PriceInputPerMTok
+	if m.PriceCachedInputPerMTok != nil {
+		cachedPrice = *m.PriceCachedInputPerMTok
+	}
+	return (float64(u.InputTokens-cached)**m.PriceInputPerMTok + float64(cached)*cachedPrice +
+		float64(u.OutputTokens)**m.PriceOutputPerMTok) / 1e6
 }
 
 // ValidatePrices refuses a dollar budget when some non-offline model has no

@@ -41,7 +41,7 @@ func (p *inFlight) Offline() bool { return false }
 
 func TestMaxConnectionsCapsCallsAcrossClients(t *testing.T) {
 	model := func(max int) config.Model {
-		return config.Model{Provider: llm.ProviderOpenAI, BaseURL: "http://127.0.0.1:1/v1", Model: "m", MaxConnections: max}
+		return config.Model{Provider: config.ProviderOpenAI, BaseURL: "http://127.0.0.1:1/v1", Model: "m", MaxConnections: max}
 	}
 	tests := []struct {
 		name     string
@@ -84,7 +84,7 @@ func TestMaxConnectionsCapsCallsAcrossClients(t *testing.T) {
 
 func TestMaxConnectionsWaitEndsWithContext(t *testing.T) {
 	conns := llm.NewConnections()
-	m := config.Model{Provider: llm.ProviderOpenAI, BaseURL: "http://127.0.0.1:1/v1", Model: "m", MaxConnections: 1}
+	m := config.Model{Provider: config.ProviderOpenAI, BaseURL: "http://127.0.0.1:1/v1", Model: "m", MaxConnections: 1}
 	g, err := conns.For("planner", m)
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ func TestMaxConnectionsWaitEndsWithContext(t *testing.T) {
 
 func TestMaxConnectionsMustAgreePerModel(t *testing.T) {
 	conns := llm.NewConnections()
-	m := config.Model{Provider: llm.ProviderOpenAI, BaseURL: "http://127.0.0.1:1/v1", Model: "m", MaxConnections: 2}
+	m := config.Model{Provider: config.ProviderOpenAI, BaseURL: "http://127.0.0.1:1/v1", Model: "m", MaxConnections: 2}
 	if _, err := conns.For("planner", m); err != nil {
 		t.Fatal(err)
 	}

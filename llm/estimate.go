@@ -16,6 +16,14 @@ func charTokens(n int) int64 {
 	return int64((n + charsPerToken - 1) / charsPerToken)
 }
 
+// RequestTokens estimates the input tokens of a request from its text, for
+// a provider whose endpoint reported no usage for it.
+func RequestTokens(req Request) int64 { return charTokens(requestChars(req)) }
+
+// AnswerTokens estimates the output tokens of an answer from its text, for
+// a provider whose endpoint reported no usage for it.
+func AnswerTokens(m Message) int64 { return charTokens(messageChars(m)) }
+
 // requestChars is the length of what a request sends the model: messages,
 // tool calls, tool definitions and the answer's schema.
 func requestChars(req Request) int {

@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,8 +9,17 @@ import (
 )
 
 // ErrBudgetExhausted is wrapped by every error that stops work because a
-// token, dollar or wall-clock limit was reached.
-var ErrBudgetExhausted = errors.New("budget exhausted")
+// token, dollar or wall-clock limit was reached. Its BudgetExhausted method
+// lets code that does not import this package recognise it (the trial
+// contract, executor.IsBudgetExhausted).
+var ErrBudgetExhausted error = budgetExhausted{}
+
+type budgetExhausted struct{}
+
+func (budgetExhausted) Error() string { return "budget exhausted" }
+
+// BudgetExhausted reports true: a limit stopped the work.
+func (budgetExhausted) BudgetExhausted() bool { return true }
 
 // Limits caps what a ledger may spend. Zero values mean unlimited.
 type Limits struct {

@@ -1,7 +1,9 @@
 // Package llm is how every agent of the lab talks to a model: the message and
-// tool types, the providers (an OpenAI-compatible endpoint, and an offline
-// provider that needs no network), the budget ledger every call is charged
-// to, and the tool-calling loop all agents share.
+// tool types, the Provider interface and the offline provider that needs no
+// network, the budget ledger every call is charged to, and the tool-calling
+// loop all agents share. The provider for an OpenAI-compatible endpoint is in
+// llm/openaiapi, apart, so that only the program that chooses it carries its
+// SDK.
 package llm
 
 import (
@@ -133,7 +135,8 @@ type Response struct {
 	Attempts int `json:"attempts,omitempty"`
 	// Unreported is the estimated cost of attempts the endpoint received
 	// but answered without usage: failed attempts (an error status, a
-	// timeout, a malformed body). It is charged only under ChargeSent (see
+	// timeout, a malformed body, a connection lost after the request was
+	// written). It is charged only under ChargeSent (see
 	// Limits); what an endpoint did report for a failed attempt is in
 	// Usage, and always charged. On a failed call it is all there is.
 	Unreported Usage `json:"unreported,omitzero"`

@@ -45,7 +45,7 @@ func fakeTools(listing string, failList bool) []llm.ToolSpec {
 
 func serverClient(t *testing.T, srv *llmtest.Server, ledger *llm.Ledger) *llm.Client {
 	t.Helper()
-	return &llm.Client{Provider: newOpenAI(t, testModel(srv.URL()), nil), Ledger: ledger, Role: "executor"}
+	return &llm.Client{Provider: serverProvider(t, srv.URL()), Ledger: ledger, Role: "executor"}
 }
 
 // toolResult finds the result sent back for a call id in a recorded request.

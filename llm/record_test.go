@@ -51,7 +51,7 @@ func TestClientRecordsEveryCall(t *testing.T) {
 				ledger = llm.NewLedger(llm.Limits{MaxTokens: 1})
 				ledger.Charge("earlier", llm.Usage{InputTokens: 1, Calls: 1})
 			}
-			c := &llm.Client{Provider: newOpenAI(t, testModel(srv.URL()), &sleepLog{}), Ledger: ledger, Role: "planner",
+			c := &llm.Client{Provider: serverProvider(t, srv.URL()), Ledger: ledger, Role: "planner",
 				Model: "configured-model", Recorder: log}
 			_, err := c.Complete(context.Background(), llm.Request{Caller: "planner/i0001-a", Messages: []llm.Message{{Role: llm.RoleUser, Content: "q"}}})
 			if (err != nil) != tt.want.failed {

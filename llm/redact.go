@@ -20,8 +20,13 @@ func (e *CallError) Unwrap() error { return e.Err }
 // Is makes a CallError match ErrModelCall.
 func (e *CallError) Is(target error) bool { return target == ErrModelCall }
 
-// redactMessage returns m with every secret r knows taken out of its text.
-func redactMessage(r *config.Redactor, m Message) Message {
+// ModelFailure reports true: the model's endpoint failed the call, not its
+// caller (see ErrModelCall).
+func (e *CallError) ModelFailure() bool { return true }
+
+// RedactMessage returns m with every secret r knows taken out of its text
+// and tool-call arguments; a nil r leaves m as it is.
+func RedactMessage(r *config.Redactor, m Message) Message {
 	if r == nil {
 		return m
 	}

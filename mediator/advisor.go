@@ -32,6 +32,10 @@ type Proposal struct {
 	// proposal, oldest first, as of the Advisor's review; DelayedReward is
 	// normally the first of them.
 	LaterRewards []TrialReward `json:"later_rewards,omitempty"`
+	// Outcome is the verifier's verdict on the trial the proposal was made
+	// after: often the only outcome known when a batch is reviewed, since a
+	// batch may fill before the task is tried again.
+	Outcome Outcome `json:"outcome,omitzero"`
 }
 
 // TrialReward is the reward of one usable trial of a task.
@@ -65,9 +69,10 @@ const advisorHeader = `You are the Advisor of a research lab of LLM agents. The 
 Executor's skill, the instructions the Executor follows on every task. Review the batch as a whole against
 the current skill: approve it when the edits, taken together, are general, concrete and consistent with the
 skill and the evidence; reject it otherwise. For each proposal you see the feedback it was proposed from
-(the Mediator's report or a trace summary of the trial), its delayed reward (the score of the next attempt at
-its task, or "pending") and the scores of every later attempt at that task so far. An edit drawn from feedback
-that does not support it, or one whose task did no better afterwards, deserves doubt. Your feedback guides
+(the Mediator's report or a trace summary of the trial), the outcome of that trial, and the scores of the later
+attempts at its task, or that there are none yet (a batch is often reviewed before its tasks are tried again).
+An edit drawn from feedback that does not support it, or one whose task did no better afterwards, deserves
+doubt. Your feedback guides
 the Planner, who drafts one update from an approved batch. Answer with one JSON object with the fields
 approve (true or false) and feedback.`
 
@@ -110,8 +115,11 @@ func (a *Advisor) Review(ctx context.Context, batchID, currentSkill string, batc
 // task since, the edit, and the feedback it was proposed from.
 func renderProposal(pr Proposal) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "id: %s\ntask: %s\niteration: %d\ndelayed reward: %s\n", pr.ID, pr.TaskID, pr.Iteration, prompt.RewardText(pr.DelayedReward))
-	fmt.Fprintf(&b, "rewards of task %s since: %s\n", pr.TaskID, laterRewardsText(pr.LaterRewards))
+	fmt.Fprintf(&b, "id: %s\ntask: %s\niteration: %d\n", pr.ID, pr.TaskID, pr.Iteration)
+	if pr.Outcome.Known() {
+		fmt.Fprintf(&b, "outcome of iteration %d: %s\n", pr.Iteration, pr.Outcome.Text())
+	}
+	b.WriteString(pr.laterText())
 	b.WriteString(pr.EditText(maxProposalChars))
 	if strings.TrimSpace(pr.Digest) != "" {
 		what := "feedback"
@@ -121,6 +129,21 @@ func renderProposal(pr Proposal) string {
 		fmt.Fprintf(&b, "\n%s it was proposed from:\n%s", what, prompt.Fence(prompt.Cap(pr.Digest, maxDigestChars)))
 	}
 	return b.String()
+}
+
+// laterText says what is known of the task's attempts after the proposal:
+// the delayed reward and the rewards since, or plainly that there are none
+// yet.
+func (pr Proposal) laterText() string {
+	if pr.DelayedReward == nil && len(pr.LaterRewards) == 0 {
+		return fmt.Sprintf("later attempts at task %s: none yet\n", pr.TaskID)
+	}
+	delayed := "none (the next attempt gave no usable score)"
+	if pr.DelayedReward != nil {
+		delayed = prompt.RewardText(pr.DelayedReward)
+	}
+	return fmt.Sprintf("delayed reward (the next attempt at the task): %s\nrewards of task %s since: %s\n",
+		delayed, pr.TaskID, laterRewardsText(pr.LaterRewards))
 }
 
 // laterRewardsText lists the most recent maxLaterRewards rewards, oldest

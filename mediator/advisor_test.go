@@ -31,7 +31,8 @@ func TestAdvisorPrompt(t *testing.T) {
 	}
 	user := req.Messages[1].Content
 	for _, want := range []string{"## Current executor skill", "## Proposal 1 of 2", "## Proposal 2 of 2",
-		"id: p1", "delayed reward: 1.000", "id: p2", "delayed reward: pending", "edit: append", "OLD-TWO",
+		"id: p1", "delayed reward (the next attempt at the task): 1.000", "id: p2", "later attempts at task task-b: none yet",
+		"edit: append", "OLD-TWO",
 		"NEW-ONE", "NEW-TWO", "outputs were missing", strings.TrimSpace(strings.Split(skill, "\n")[1])} {
 		if !strings.Contains(user, want) {
 			t.Errorf("advisor prompt lacks %q", want)
@@ -53,7 +54,8 @@ func TestAdvisorSeesEachProposalsEvidence(t *testing.T) {
 		{ID: "p2", TaskID: "task-b", Iteration: 2, NewContent: "- read errors", Reasoning: "r",
 			Digest: "DIGEST-TWO " + strings.Repeat("x", 2*maxDigestChars) + " DIGEST-TAIL", DigestKind: "trace_summary",
 			LaterRewards: many},
-		{ID: "p3", TaskID: "task-c", Iteration: 4, NewContent: "- plan first", Reasoning: "r"},
+		{ID: "p3", TaskID: "task-c", Iteration: 4, NewContent: "- plan first", Reasoning: "r",
+			Outcome: Outcome{Status: "completed", Reward: ptr(0.5), TestsPassed: 1, TestsFailed: 1, TestsTotal: 2}},
 	}
 	fake := llmtest.NewScripted(`{"approve":false,"feedback":"not supported"}`)
 	a := &Advisor{Client: client(fake), Caller: "coevo/advisor/b001"}
@@ -89,7 +91,9 @@ func TestAdvisorSeesEachProposalsEvidence(t *testing.T) {
 	if strings.Contains(two, "DIGEST-TAIL") || strings.Contains(two, "iteration 4: 0.040") {
 		t.Errorf("proposal 2 is not capped:\n%s", two)
 	}
-	if !strings.Contains(three, "rewards of task task-c since: none yet") || strings.Contains(three, "proposed from") {
+	if !strings.Contains(three, "later attempts at task task-c: none yet") || strings.Contains(three, "proposed from") ||
+		strings.Contains(three, "pending") ||
+		!strings.Contains(three, "outcome of iteration 4: status: completed; reward: 0.500; tests: 1 passed, 1 failed, 2 total") {
 		t.Errorf("proposal 3 without evidence is shown as:\n%s", three)
 	}
 	if strings.Contains(one, "DIGEST-TWO") || strings.Contains(two, "DIGEST-ONE") {

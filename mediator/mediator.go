@@ -24,6 +24,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/llm/prompt"
 )
@@ -49,6 +50,10 @@ type TraceDigest struct {
 	// budget: its tool calls, commands, exit codes, heads and tails of
 	// output, errors. Empty when there is none or none is to be shown.
 	Transcript string
+	// Verifier is the verifier_feedback level the digest was cut at. A
+	// section the level hides says so in the prompt, so an empty one is
+	// never read as "nothing failed"; "" shows every section as it is.
+	Verifier conditions.VerifierFeedback
 }
 
 // Mediator writes reports on traces for the Planner.
@@ -95,6 +100,8 @@ const (
 the plan it followed, and a condensed transcript of the commands it ran and what they printed) and decide
 what, if anything, the Planner should learn from it. You write one report for the Planner, or withhold it
 with a reason. You never change the task, never talk to the Executor and never edit skills.
+The experiment's setting may hide some of the verifier's evidence from you: a section marked "withheld by
+the setting" was hidden, not empty, and never means that nothing failed.
 Answer with one JSON object with the fields abstraction_level ("trace", "reflection" or "pattern"),
 content (the report; empty when withheld), withheld (true or false) and reasoning.`
 )
@@ -131,7 +138,7 @@ func (m *Mediator) Report(ctx context.Context, protocol string, d TraceDigest) (
 		Schema:     reportSchema(),
 		SchemaName: schemaReport,
 		Fallback:   ReportAnswer{Withheld: true, Reasoning: ReasonInvalidOutput},
-		Offline:    func(seed int64) ReportAnswer { return offlineReport(seed, protocol, d.TaskID, iter, trace) },
+		Offline:    func(seed int64) ReportAnswer { return offlineReport(seed, protocol, d.TaskID, iter, offlineTrace(d)) },
 	})
 	if err != nil {
 		return Report{}, err
@@ -179,13 +186,47 @@ func renderTrace(d TraceDigest) string {
 		outcome.WriteString("tests: no per-test results")
 	}
 	p.Section("Outcome", outcome.String())
-	p.Section("Failed tests", prompt.Bullets(d.FailedTests, maxFailedTests, maxErrorChars, prompt.AsGiven))
-	p.Section("Assertion messages", prompt.Bullets(d.TestMessages, maxFailedTests, maxErrorChars, prompt.AsGiven))
-	p.Section("Errors", prompt.Bullets(d.Errors, maxErrors, maxErrorChars, prompt.AsGiven))
+	p.Section("Failed tests", d.shown(conditions.EvidenceTestNames,
+		prompt.Bullets(d.FailedTests, maxFailedTests, maxErrorChars, prompt.AsGiven)))
+	p.Section("Assertion messages", d.shown(conditions.EvidenceDiagnostics,
+		prompt.Bullets(d.TestMessages, maxFailedTests, maxErrorChars, prompt.AsGiven)))
+	errs := prompt.Bullets(d.Errors, maxErrors, maxErrorChars, prompt.AsGiven)
+	if d.hides(conditions.EvidenceDiagnostics) {
+		errs = strings.TrimSpace(errs + "\n(errors the verifier reported are " + d.withheld() + ")")
+	}
+	p.Section("Errors", errs)
 	p.Section("Plan the Executor was given", prompt.Cap(d.Plan, maxExcerptChars))
-	p.Section("Verifier output (excerpt)", prompt.Cap(d.VerifierExcerpt, maxExcerptChars))
+	p.Section("Verifier output (excerpt)", d.shown(conditions.EvidenceDiagnostics, prompt.Cap(d.VerifierExcerpt, maxExcerptChars)))
 	p.Section("Executor output (excerpt)", prompt.Cap(d.AgentExcerpt, maxExcerptChars))
 	return p.String()
+}
+
+// hides reports whether the digest's verifier level withholds e.
+func (d TraceDigest) hides(e conditions.Evidence) bool {
+	return d.Verifier != "" && !d.Verifier.Shows(e)
+}
+
+// shown is body, or the note that the setting withholds it.
+func (d TraceDigest) shown(e conditions.Evidence, body string) string {
+	if d.hides(e) {
+		return "(" + d.withheld() + ")"
+	}
+	return body
+}
+
+// withheld names the setting that hides a section, so the model can tell
+// a hidden section from an empty one.
+func (d TraceDigest) withheld() string {
+	return fmt.Sprintf("withheld by the setting verifier_feedback = %q", string(d.Verifier))
+}
+
+// offlineTrace is the trace the offline Mediator reports on: the trial's
+// evidence without the notes on what the setting withholds, so offline
+// answers depend on what a trial showed, not on how hidden sections are
+// labelled.
+func offlineTrace(d TraceDigest) string {
+	d.Verifier = ""
+	return renderTrace(d)
 }
 
 // KindReport is the kind of the Mediator's call: report or withhold.

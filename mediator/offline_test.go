@@ -35,8 +35,8 @@ type offlineCase struct {
 func offlineCases(i int) []offlineCase {
 	task := fmt.Sprintf("task-%d", i)
 	return []offlineCase{
-		{"plan", planSchema(), func(int64) interface{ Validate() error } {
-			return offlinePlan(task, "Write the sum to /app/out.txt", "")
+		{"plan", planSchema(), func(seed int64) interface{ Validate() error } {
+			return offlinePlan(seed, task, "Write the sum to /app/out.txt", "")
 		}},
 		{"report", reportSchema(), func(seed int64) interface{ Validate() error } {
 			return offlineReport(seed, "", task, "", fmt.Sprintf("reward 0.%d, tests 1/3 passed", i))
@@ -202,7 +202,7 @@ func TestOfflinePlanPutsMissingOutputsFirst(t *testing.T) {
 		{"status scored, reward 0.5\nfailed tests: values", false},
 	}
 	for _, tt := range tests {
-		plan := offlinePlan("t", "Write /app/out.txt.", tt.prior).Plan
+		plan := offlinePlan(1, "t", "Write /app/out.txt.", tt.prior).Plan
 		if got := strings.Contains(plan, executor.OutputsFirstStep); got != tt.want {
 			t.Errorf("prior %q: plan has the outputs-first step = %v, want %v", tt.prior, got, tt.want)
 		}
@@ -224,7 +224,7 @@ func TestOfflineAnswersArePinned(t *testing.T) {
 			prior := []string{"", "failed tests: out exists"}[i%2]
 			trace := strings.Repeat(fmt.Sprintf("trace %d ", i), i*10)
 			for _, v := range []any{
-				offlinePlan(task, instr, prior),
+				offlinePlan(seed, task, instr, prior),
 				offlineReport(seed, sk, task, iter, trace),
 				proposalSeen{taskID: task, iteration: iter, instruction: instr, skill: sk, plannerSkill: "P", feedback: "f" + task,
 					feedbackKind: "mediator_report", rejections: "- r"}.offline(seed),
@@ -247,4 +247,4 @@ func TestOfflineAnswersArePinned(t *testing.T) {
 	}
 }
 
-const pinnedOfflineDigest = "eb48a26978122399baa37781549c8d914549f0f05f3c4b53e3b09e151ab0a1a9"
+const pinnedOfflineDigest = "2dc59a8292ab8abbdab923b00da31ccdd2b1b7f001c727919a8b1042b62d7a1a"

@@ -20,6 +20,13 @@ type PairEntry struct {
 	Iteration int
 	Content   string
 	Reward    float64
+	// Source is what the entry was written from: the prior context a plan
+	// was written from, say; empty when nothing is recorded.
+	Source string
+	// Outcome is the result of the entry's own trial (the trial a plan
+	// guided, the trial a report or proposal was about); unknown when none
+	// is recorded. Reward, the delayed reward, may be a later trial's.
+	Outcome Outcome
 }
 
 // Pair is a contrastive pair: two entries of the same role and kind whose delayed

@@ -118,6 +118,11 @@ type PlanInput struct {
 	PriorContextHeader string
 	// Notes are human notes left for the run.
 	Notes []string
+	// Trial, when positive, makes this the plan of held-out evaluation
+	// trial Trial: the prompt names no iteration and the seed comes from the
+	// task and the trial alone, so every checkpoint sends the same request
+	// but for its skills, and each trial of a checkpoint draws its own plan.
+	Trial int
 }
 
 // ProposalInput is what the Planner sees when it proposes an edit.
@@ -135,6 +140,9 @@ type ProposalInput struct {
 	FeedbackKind string
 	// RecentRejections summarise recently rejected batches, as negative evidence.
 	RecentRejections []string
+	// Outcome is the verifier's verdict on the attempt the feedback is
+	// about; unknown leaves the section out.
+	Outcome Outcome
 }
 
 // Caps on the task and history text a Planner prompt carries.
@@ -183,13 +191,11 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (plan string, fellBack
 	skill := prompt.Cap(in.ExecutorSkill, plannerMaxSkillChars)
 	prior := prompt.Cap(strings.TrimSpace(in.PriorContext), p.MaxContextChars)
 	// Stable-first, so consecutive plans share a long prefix: the executor
-	// skill and the fixed request, then the task, then this call's parts.
+	// skill, then the task, then what this call alone knows; the request
+	// comes last, after everything it refers to.
 	var b prompt.Builder
 	b.Section("Executor skill", prompt.Fence(skill))
-	b.Section("Your answer", "Write the plan for the Executor: numbered steps, the exact deliverables, "+
-		"the main risks and how to verify the result before submitting.")
 	b.Section("Task instruction", instruction)
-	b.Text(fmt.Sprintf("\n# Plan for task %s, iteration %d\n", in.TaskID, in.Iteration))
 	if prior != "" {
 		header := strings.TrimSpace(in.PriorContextHeader)
 		if header == "" {
@@ -201,23 +207,46 @@ func (p *Planner) Plan(ctx context.Context, in PlanInput) (plan string, fellBack
 	if notes != "" {
 		b.Section("Notes from the researchers", notes)
 	}
+	b.Section("Your answer", "Write the plan for the Executor on the task above: numbered steps, the exact "+
+		"deliverables, the main risks and how to verify the result before submitting.")
 
+	seed := in.seed(p.Seed)
 	ans, fellBack, err := ask(ctx, p.Client, call[PlanAnswer]{
-		What:       fmt.Sprintf("plan task %s iteration %d", in.TaskID, in.Iteration),
+		What:       fmt.Sprintf("plan task %s %s", in.TaskID, in.occasion()),
 		Kind:       KindPlan,
 		Caller:     p.Caller,
-		Seed:       prompt.Seed(p.Seed, string(KindPlan), in.TaskID, strconv.Itoa(in.Iteration)),
+		Seed:       seed,
 		System:     prompt.System(plannerRole, in.PlannerSkill, plannerPlanHeader),
 		User:       b.String(),
 		Schema:     planSchema(),
 		SchemaName: schemaPlan,
 		Fallback:   PlanAnswer{Plan: FallbackPlan},
-		Offline:    func(int64) PlanAnswer { return offlinePlan(in.TaskID, instruction, prior) },
+		Offline:    func(int64) PlanAnswer { return offlinePlan(seed, in.TaskID, instruction, prior) },
 	})
 	if err != nil {
 		return "", false, err
 	}
 	return prompt.Cap(strings.TrimSpace(ans.Plan), plannerMaxPlanChars), fellBack, nil
+}
+
+// occasion names what the plan is for in the call's description: an
+// iteration during training, a trial alone in a held-out evaluation. It never
+// reaches the prompt, so an evaluation prompt is the same at every checkpoint.
+func (in PlanInput) occasion() string {
+	if in.Trial > 0 {
+		return fmt.Sprintf("evaluation trial %d", in.Trial)
+	}
+	return fmt.Sprintf("iteration %d", in.Iteration)
+}
+
+// seed is the plan call's seed: an evaluation trial's depends on the task
+// and the trial only, so it is the same at every checkpoint (common random
+// numbers) and differs between the trials of one checkpoint.
+func (in PlanInput) seed(base int64) int64 {
+	if in.Trial > 0 {
+		return prompt.Seed(base, string(KindPlan), in.TaskID, "evaluation", strconv.Itoa(in.Trial))
+	}
+	return prompt.Seed(base, string(KindPlan), in.TaskID, strconv.Itoa(in.Iteration))
 }
 
 // recentNotes lists the most recent human notes, at most plannerMaxNotes of
@@ -248,17 +277,19 @@ func (p *Planner) Propose(ctx context.Context, in ProposalInput) (ans ProposalAn
 		return ProposalAnswer{}, false, nil
 	}
 	instruction := prompt.Cap(in.Instruction, plannerMaxInstructionChars)
+	rejections := prompt.Bullets(in.RecentRejections, plannerMaxRejections, plannerMaxRejectionChars, prompt.Compact)
 	var b prompt.Builder
 	b.Section("Current executor skill", prompt.Fence(prompt.Cap(in.ExecutorSkill, plannerMaxSkillChars)))
-	b.Section("Your answer", "Propose one edit to the executor skill, or set propose to false when the "+
-		"feedback teaches nothing general. Copy old_content exactly from the skill, or leave it empty to append.")
 	b.Section("Task instruction", instruction)
-	b.Text(fmt.Sprintf("\n# Executor-skill proposal after task %s, iteration %d\n", in.TaskID, in.Iteration))
-	rejections := prompt.Bullets(in.RecentRejections, plannerMaxRejections, plannerMaxRejectionChars, prompt.Compact)
+	if in.Outcome.Known() {
+		b.Section("Outcome of the last attempt", in.Outcome.Text())
+	}
+	b.Section(plannerFeedbackTitle(in.FeedbackKind), feedback)
 	if rejections != "" {
 		b.Section("Recently rejected batches", rejections)
 	}
-	b.Section(plannerFeedbackTitle(in.FeedbackKind), feedback)
+	b.Section("Your answer", "Propose one edit to the executor skill, or set propose to false when the "+
+		"feedback teaches nothing general. Copy old_content exactly from the skill, or leave it empty to append.")
 
 	validate := func(a ProposalAnswer) error {
 		if err := a.Validate(); err != nil || !a.Propose {
@@ -393,6 +424,6 @@ func plannerFeedbackTitle(kind string) string {
 }
 
 func plannerProposal(pr Proposal) string {
-	return fmt.Sprintf("id: %s, task: %s, iteration: %d, delayed reward: %s\n", pr.ID, pr.TaskID, pr.Iteration, prompt.RewardText(pr.DelayedReward)) +
+	return fmt.Sprintf("id: %s, task: %s, iteration: %d\n", pr.ID, pr.TaskID, pr.Iteration) + pr.laterText() +
 		pr.EditText(plannerMaxProposalChars)
 }

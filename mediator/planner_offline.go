@@ -18,15 +18,18 @@ import (
 var missingOutput = regexp.MustCompile(`(?i)(\bexists\b|does not exist|no such file|not found)`)
 
 // offlinePlan puts executor.OutputsFirstStep first when the prior context reports
-// a missing output.
-func offlinePlan(taskID, instruction, prior string) PlanAnswer {
+// a missing output. Its draft tag and its way of checking the result are
+// drawn from the call's seed, so that, as with a model, calls with different
+// seeds give different plans and calls with the same seed the same one.
+func offlinePlan(seed int64, taskID, instruction, prior string) PlanAnswer {
 	task := taskID
 	if task == "" {
 		task = "this task"
 	}
 	goal := llm.Truncate(prompt.OneLine(firstLine(instruction)), 160)
 	var b strings.Builder
-	fmt.Fprintf(&b, "Plan for %s:\n", task)
+	draw := llm.OfflineHash(seed, "plan", taskID)
+	fmt.Fprintf(&b, "Plan for %s (draft %04x):\n", task, draw>>48)
 	if missingOutput.MatchString(prior) {
 		b.WriteString(executor.OutputsFirstStep + "\n")
 	}
@@ -37,8 +40,22 @@ func offlinePlan(taskID, instruction, prior string) PlanAnswer {
 	}
 	b.WriteString("2. List the working directory and read the input files the instruction mentions.\n")
 	b.WriteString("3. Do the work and write each output file at the exact path the instruction gives.\n")
-	b.WriteString("4. Check the outputs exist and look right, then submit.")
+	check := offlineChecks[draw%uint64(len(offlineChecks))]
+	fmt.Fprintf(&b, "4. %s, then submit.", check)
 	return PlanAnswer{Plan: b.String()}
+}
+
+// offlineChecks are the ways an offline plan checks the result before
+// submitting.
+var offlineChecks = []string{
+	"Check the outputs exist and look right",
+	"Reopen each output file and compare it with what the instruction asks for",
+	"List the outputs with their sizes and read the first lines of each",
+	"Rerun the last command and confirm the outputs did not change",
+	"Check each output's path, name and format against the instruction",
+	"Read every output back in full and fix anything that looks wrong",
+	"Confirm no output is empty and every one sits at the exact path named",
+	"Walk through the instruction line by line and tick off each output",
 }
 
 // proposalSeen is what a proposal prompt was rendered from.

@@ -40,11 +40,11 @@ func TestPlannerPlanPrompt(t *testing.T) {
 				ExecutorSkill: plannerTestExecutorSkill, PlannerSkill: "PLANNER-SKILL-MARK",
 				PriorContext: "REPORT-MARK the output went to /tmp", PriorContextHeader: "The Mediator's report on your last attempt at this task",
 				Notes: []string{"NOTE-MARK try the oracle first", "  "}},
-			want: []string{"# Plan for task csv-merge, iteration 4", "## Task instruction\n\nINSTRUCTION-MARK",
+			want: []string{"## Task instruction\n\nINSTRUCTION-MARK",
 				"## Executor skill", "- Run your code before submitting.",
 				"## The Mediator's report on your last attempt at this task\n\nREPORT-MARK",
 				"## Notes from the researchers\n\n- NOTE-MARK try the oracle first\n"},
-			absent: []string{"## Prior context", "(none)"},
+			absent: []string{"## Prior context", "(none)", "# Plan for task"},
 		},
 		{
 			name: "empty prior context leaves the section out",
@@ -357,7 +357,8 @@ func TestPlannerDraft(t *testing.T) {
 			req := fake.Requests()[0]
 			user := req.Messages[1].Content
 			for _, w := range []string{"## Current executor skill", "## Approved proposal 1 of 2", "## Approved proposal 2 of 2",
-				"delayed reward: 1.000", "delayed reward: pending", "## Advisor's feedback\n\nADVICE-MARK"} {
+				"delayed reward (the next attempt at the task): 1.000", "later attempts at task b: none yet",
+				"## Advisor's feedback\n\nADVICE-MARK"} {
 				if !strings.Contains(user, w) {
 					t.Errorf("draft prompt lacks %q", w)
 				}

@@ -10,6 +10,7 @@ import (
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/llm/llmtest"
+	"github.com/mediated-coevo/harness/llm/openaiapi"
 )
 
 // prefixShare is the share of b's serialized messages that repeats a's as a
@@ -26,7 +27,7 @@ func prefixShare(t *testing.T, a, b llmtest.Request) float64 {
 // serverClient is a client of the fake chat-completions server.
 func serverClient(t *testing.T, srv *llmtest.Server) *llm.Client {
 	t.Helper()
-	p, err := llm.NewOpenAI(config.Model{Provider: llm.ProviderOpenAI, BaseURL: srv.URL(), Model: "test-model",
+	p, err := openaiapi.New(config.Model{Provider: config.ProviderOpenAI, BaseURL: srv.URL(), Model: "test-model",
 		MaxRetries: 1, Timeout: config.Duration{Duration: 5 * time.Second}})
 	if err != nil {
 		t.Fatal(err)

@@ -53,7 +53,8 @@ type Reflection struct {
 
 const reflectorHeader = `You are the Reflector of a research lab of LLM agents. You improve the %s skill: %s
 You are shown the current skill and contrastive pairs: two outputs of the %s whose delayed rewards (the
-score of the next attempt at the task they fed) differ, the worse and the better side by side. Find what
+score of the next attempt at the task they fed) differ, the worse and the better side by side, each with
+the result of its own trial and what it was written from where these are known. Find what
 the better outputs do that the worse ones do not, and rewrite the skill so the %s does more of it.
 Keep what works; change only what the evidence supports; keep the skill general (no task-specific answers).
 If the pairs teach nothing the skill does not already say, set no_change to true.
@@ -170,8 +171,17 @@ func renderPair(pr Pair) string {
 		if e.Kind != "" {
 			kind = " (" + e.Kind + ")"
 		}
-		return fmt.Sprintf("### %s: entry %s%s, task %s, iteration %d, delayed reward %.3f\n\n%s",
-			label, e.ID, kind, e.TaskID, e.Iteration, e.Reward, prompt.Fence(prompt.Cap(e.Content, maxEntryChars)))
+		var b strings.Builder
+		fmt.Fprintf(&b, "### %s: entry %s%s, task %s, iteration %d, delayed reward %.3f\n\n",
+			label, e.ID, kind, e.TaskID, e.Iteration, e.Reward)
+		if e.Outcome.Known() {
+			fmt.Fprintf(&b, "its own trial: %s\n\n", e.Outcome.Text())
+		}
+		if src := strings.TrimSpace(e.Source); src != "" {
+			fmt.Fprintf(&b, "written from:\n%s\n\n", prompt.Fence(prompt.Cap(src, maxEntryChars)))
+		}
+		fmt.Fprintf(&b, "the entry:\n%s", prompt.Fence(prompt.Cap(e.Content, maxEntryChars)))
+		return b.String()
 	}
 	return side("Worse", pr.Worse) + "\n\n" + side("Better", pr.Better)
 }

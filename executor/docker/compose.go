@@ -21,8 +21,8 @@ import (
 	"github.com/docker/docker/api/types/volume"
 
 	"github.com/mediated-coevo/harness/benchmarks"
+	"github.com/mediated-coevo/harness/benchmarks/compose"
 	"github.com/mediated-coevo/harness/executor"
-	"github.com/mediated-coevo/harness/executor/compose"
 	"github.com/mediated-coevo/harness/internal/tartree"
 )
 

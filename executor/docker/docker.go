@@ -30,9 +30,9 @@ import (
 	"github.com/docker/docker/pkg/jsonmessage"
 
 	"github.com/mediated-coevo/harness/benchmarks"
+	"github.com/mediated-coevo/harness/benchmarks/compose"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor"
-	"github.com/mediated-coevo/harness/executor/compose"
 	"github.com/mediated-coevo/harness/internal/tartree"
 )
 

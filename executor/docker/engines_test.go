@@ -3,6 +3,8 @@ package docker
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -66,12 +68,22 @@ func testLeftovers(t *testing.T, hosts ...string) {
 	}
 	defer p.Close()
 	runID := "engines-" + randomID(t)
-	labels := map[string]string{LabelManaged: "1", LabelRun: runID, LabelOwner: "gone-host/1"}
+	host, _ := os.Hostname()
+	// A volume whose process is dead is a leftover; one whose process
+	// lives (another run that shares the id) is kept.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	owners := map[string]string{runID: ownerLabel(host, dead.Process.Pid), runID + "-live": ownerLabel(host, os.Getppid())}
 	for _, e := range p.engines {
-		if _, err := e.b.cli.VolumeCreate(ctx, volume.CreateOptions{Name: runID, Labels: labels}); err != nil {
-			t.Fatal(err)
+		for name, owner := range owners {
+			labels := map[string]string{LabelManaged: "1", LabelRun: runID, LabelOwner: owner}
+			if _, err := e.b.cli.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: labels}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { e.b.cli.VolumeRemove(context.Background(), name, true) })
 		}
-		t.Cleanup(func() { e.b.cli.VolumeRemove(context.Background(), runID, true) })
 	}
 	n, err := p.RemoveLeftovers(ctx, runID, "")
 	if err != nil || n.Volumes != len(hosts) {
@@ -80,6 +92,9 @@ func testLeftovers(t *testing.T, hosts ...string) {
 	for _, e := range p.engines {
 		if _, err := e.b.cli.VolumeInspect(ctx, runID); !cerrdefs.IsNotFound(err) {
 			t.Errorf("the volume of run %s is still on engine %s (inspect error %v)", runID, e.host, err)
+		}
+		if _, err := e.b.cli.VolumeInspect(ctx, runID+"-live"); err != nil {
+			t.Errorf("the volume of a live process was removed from engine %s (inspect error %v)", e.host, err)
 		}
 	}
 }

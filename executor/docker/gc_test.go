@@ -83,3 +83,26 @@ func TestRemovalUnderway(t *testing.T) {
 		})
 	}
 }
+
+// The leftover sweep of a resume keeps what a live process made, whatever
+// run id it carries: only the containers of dead owners are leftovers.
+func TestSweepKeepsWhatALiveOwnerMade(t *testing.T) {
+	alive := func(pid int) (bool, error) { return pid == 10 || pid == 20, nil }
+	tests := []struct {
+		name, owner string
+		keep        bool
+	}{
+		{"this process", "here/20", true},
+		{"another live process on this host", "here/10", true},
+		{"a dead process on this host", "here/11", false},
+		{"a process on another host", "there/11", true},
+		{"no owner recorded", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := sweepKeeps(tt.owner, "here/20", "here", alive); got != tt.keep {
+				t.Errorf("sweepKeeps(%q) = %v, want %v", tt.owner, got, tt.keep)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -16,8 +17,11 @@ import (
 // RemoveLeftovers removes the containers (with their anonymous volumes),
 // networks and volumes labelled with runID (and row, when not empty) that
 // another process made: what earlier processes of a run left when they
-// were killed. The caller must own the run (its directory lock), so none of
-// them is in use. This process's own containers are kept.
+// were killed. The caller must own the run (its directory lock). This
+// process's own containers are kept, and so is everything whose owner
+// process may still be alive: a run id shared by mistake (a copied
+// directory, another engine's client) must never cost another run its
+// trials.
 func (d *Backend) RemoveLeftovers(ctx context.Context, runID, row string) (executor.Leftovers, error) {
 	var out executor.Leftovers
 	if runID == "" {
@@ -32,8 +36,12 @@ func (d *Backend) RemoveLeftovers(ctx context.Context, runID, row string) (execu
 	if err != nil {
 		return out, fmt.Errorf("list the containers of run %s: %w", runID, err)
 	}
+	host, _ := os.Hostname()
+	keep := func(labels map[string]string) bool {
+		return sweepKeeps(labels[LabelOwner], d.owner, host, processAlive)
+	}
 	for _, c := range list {
-		if c.Labels[LabelOwner] == d.owner {
+		if keep(c.Labels) {
 			continue
 		}
 		err := d.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
@@ -48,6 +56,9 @@ func (d *Backend) RemoveLeftovers(ctx context.Context, runID, row string) (execu
 		errs = append(errs, fmt.Errorf("list the networks of run %s: %w", runID, err))
 	}
 	for _, n := range nets {
+		if keep(n.Labels) {
+			continue
+		}
 		if err := d.cli.NetworkRemove(ctx, n.ID); err != nil && !removalUnderway(err) {
 			errs = append(errs, fmt.Errorf("remove network %s: %w", n.Name, err))
 			continue
@@ -59,6 +70,9 @@ func (d *Backend) RemoveLeftovers(ctx context.Context, runID, row string) (execu
 		errs = append(errs, fmt.Errorf("list the volumes of run %s: %w", runID, err))
 	}
 	for _, v := range vols.Volumes {
+		if keep(v.Labels) {
+			continue
+		}
 		if err := d.cli.VolumeRemove(ctx, v.Name, true); err != nil && !removalUnderway(err) {
 			errs = append(errs, fmt.Errorf("remove volume %s: %w", v.Name, err))
 			continue
@@ -66,4 +80,11 @@ func (d *Backend) RemoveLeftovers(ctx context.Context, runID, row string) (execu
 		out.Volumes++
 	}
 	return out, errors.Join(errs...)
+}
+
+// sweepKeeps reports whether the leftover sweep must keep what the process
+// owner made: this process (self) made it, or its owner may be alive (on
+// this host and running, or on another host, where it cannot be checked).
+func sweepKeeps(owner, self, host string, alive func(pid int) (bool, error)) bool {
+	return owner == self || ownerMayBeAlive(owner, host, alive) != ""
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/mediated-coevo/harness/internal/dockertest"
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/llm/llmtest"
+	"github.com/mediated-coevo/harness/llm/openaiapi"
 )
 
 // These tests run the lab agent through the real trial runner on real
@@ -80,7 +81,7 @@ func wireCall(id, name string, args any) llmtest.Reply {
 
 func labOpenAIClients(t *testing.T, srv *llmtest.Server, ledger *llm.Ledger) map[conditions.Role]*llm.Client {
 	t.Helper()
-	p, err := llm.NewOpenAI(config.Model{Provider: llm.ProviderOpenAI, BaseURL: srv.URL(), Model: "fake-model"})
+	p, err := openaiapi.New(config.Model{Provider: config.ProviderOpenAI, BaseURL: srv.URL(), Model: "fake-model"})
 	if err != nil {
 		t.Fatal(err)
 	}

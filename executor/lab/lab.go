@@ -13,6 +13,7 @@ import (
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/internal/durable"
 	"github.com/mediated-coevo/harness/llm"
 )
@@ -24,10 +25,11 @@ const (
 	SubagentCode    = "code"
 )
 
-// Transcript files of the lab agent, relative to the job directory.
+// Transcript files of the lab agent, relative to the job directory; the
+// run directory's format names them.
 const (
-	TranscriptFile = "agent/transcript.jsonl"
-	BackupFile     = "agent/compaction-backup.jsonl"
+	TranscriptFile = rundir.TranscriptFile
+	BackupFile     = rundir.CompactionBackupFile
 )
 
 // Agent names in the transcript's agent field.
@@ -162,7 +164,7 @@ func (a *Agent) client(role conditions.Role) (*llm.Client, error) {
 }
 
 // Run works on the task in in.Sandbox until the agent submits, reaches its
-// call cap, or fails. An error wrapping ErrBudgetExhausted means the budget
+// call cap, or fails. An error wrapping llm.ErrBudgetExhausted means the budget
 // stopped it; any other error (a model that keeps failing, a transcript
 // that cannot be written) is an agent error. The result is filled in on
 // every path, with the usage spent so far.
@@ -327,7 +329,7 @@ func (r *labRun) offlineTrial(instruction string, withPlan bool) OfflineTrial {
 		TaskID:      r.in.Task.ID,
 		Instruction: instruction,
 		Workdir:     r.tools.workdir(),
-		Iteration:   r.in.Iteration,
+		Seed:        r.in.Seed,
 		Skill:       r.in.ExecutorSkill,
 	}
 	if withPlan {
@@ -337,8 +339,7 @@ func (r *labRun) offlineTrial(instruction string, withPlan bool) OfflineTrial {
 }
 
 func (r *labRun) single(ctx context.Context) (llm.LoopResult, error) {
-	names := []string{ToolRunCommand, ToolReadFile, ToolWriteFile, ToolListDir, ToolReadSkill}
-	specs, err := r.tools.Specs(names...)
+	specs, err := r.tools.Specs(r.containerTools(ToolRunCommand, ToolReadFile, ToolWriteFile, ToolListDir, ToolReadSkill)...)
 	if err != nil {
 		return llm.LoopResult{}, err
 	}
@@ -346,12 +347,13 @@ func (r *labRun) single(ctx context.Context) (llm.LoopResult, error) {
 	loop := r.loop(AgentSingle, 0, conditions.RoleExecutor, r.caller, specs, r.lab.MaxModelCalls, r.lab.ConcludeMargin)
 	loop.Client = loop.Client.WithPlayer(r.player(r.in.Task.Instruction, true))
 	loop.Seed = r.in.Seed
-	system := SystemPrompt(singleIdentity(r.tools.workdir(), r.lab.MaxModelCalls), r.in.ExecutorSkill, SkillIndex(r.tools.Skills), r.in.Plan)
+	system := SystemPrompt(singleIdentity(r.tools.workdir(), r.lab.MaxModelCalls, specNames(specs), r.in.Plan != ""),
+		r.in.ExecutorSkill, SkillIndex(r.tools.Skills), r.in.Plan)
 	return r.runLoop(ctx, loop, system, r.in.Task.Instruction)
 }
 
 func (r *labRun) coordinate(ctx context.Context) (llm.LoopResult, error) {
-	specs, err := r.tools.Specs(ReadOnlyTools...)
+	specs, err := r.tools.Specs(r.containerTools(ReadOnlyTools...)...)
 	if err != nil {
 		return llm.LoopResult{}, err
 	}
@@ -360,7 +362,8 @@ func (r *labRun) coordinate(ctx context.Context) (llm.LoopResult, error) {
 	loop := r.loop(AgentCoordinator, 0, conditions.RoleExecutor, r.caller+"/"+AgentCoordinator, specs, r.lab.MaxModelCalls, r.lab.ConcludeMargin)
 	loop.Client = loop.Client.WithPlayer(r.player(r.in.Task.Instruction, true))
 	loop.Seed = r.in.Seed
-	system := SystemPrompt(coordinatorIdentity(r.tools.workdir(), r.lab), r.in.ExecutorSkill, SkillIndex(r.tools.Skills), r.in.Plan)
+	system := SystemPrompt(coordinatorIdentity(r.tools.workdir(), r.lab, specNames(specs), r.in.Plan != ""),
+		r.in.ExecutorSkill, SkillIndex(r.tools.Skills), r.in.Plan)
 
 	// A failing subagent ends the run: its dispatch cancels the
 	// coordinator's context with the failure as the cause.
@@ -421,7 +424,7 @@ func dispatchTool(lab config.Lab) llm.Tool {
 		Description: fmt.Sprintf("Start a fresh subagent on a task and get back its final report. "+
 			"explore investigates read-only (quota %d per trial), plan designs an approach read-only (quota %d), "+
 			"code is the only one that runs commands and writes files (quota %d). The subagent sees only the task "+
-			"text you give it and the executor skill, so make the task self-contained.",
+			"text you give it, the executor skill and the list of task skills, so make the task self-contained.",
 			lab.ExploreQuota, lab.PlanQuota, lab.CodeQuota),
 		Parameters: objectParams(map[string]any{
 			"agent": map[string]any{
@@ -530,7 +533,7 @@ func (r *labRun) subagent(ctx context.Context, kind string, n int, task string) 
 		names = []string{ToolRunCommand, ToolReadFile, ToolWriteFile, ToolListDir, ToolReadSkill}
 		what = "what you changed, how you checked it, and anything left undone"
 	}
-	specs, err := r.tools.Specs(names...)
+	specs, err := r.tools.Specs(r.containerTools(names...)...)
 	if err != nil {
 		return llm.LoopResult{}, err
 	}
@@ -539,62 +542,8 @@ func (r *labRun) subagent(ctx context.Context, kind string, n int, task string) 
 	loop := r.loop(kind, n, role, r.caller+"/"+kind, specs, calls, clampMargin(r.lab.ConcludeMargin, calls))
 	loop.Client = loop.Client.WithPlayer(r.player(task, false))
 	loop.Seed = r.in.Seed + int64(n)
-	system := SystemPrompt(subagentIdentity(kind, r.tools.workdir(), calls), r.in.ExecutorSkill, SkillIndex(r.tools.Skills), "")
+	system := SystemPrompt(subagentIdentity(kind, r.tools.workdir(), calls, specNames(specs)), r.in.ExecutorSkill, SkillIndex(r.tools.Skills), "")
 	return r.runLoop(ctx, loop, system, task)
-}
-
-// SystemPrompt layers a system prompt in a fixed order: the identity,
-// the executor skill, the task-skill index, then the Planner's plan. Empty
-// layers are left out. The task instruction is never part of it: it goes,
-// unmodified, in the user message.
-func SystemPrompt(identity, executorSkill, skillIndex, plan string) string {
-	var parts []string
-	add := func(header, body string) {
-		if strings.TrimSpace(body) == "" {
-			return
-		}
-		parts = append(parts, header+"\n\n"+strings.TrimSpace(body))
-	}
-	add("# Your role", identity)
-	add("# Executor skill", executorSkill)
-	add("# Task skills", skillIndex)
-	add("# Plan from the Planner", plan)
-	return strings.Join(parts, "\n\n") + "\n"
-}
-
-func singleIdentity(workdir string, calls int) string {
-	return fmt.Sprintf(`You are an Executor in a research lab. You carry out one task inside an isolated Linux container, acting only through your tools: run_command, read_file, write_file, list_dir, read_skill and submit. Your working directory is %s.
-The task's tests are not in the container; they run after you submit, against the state you leave behind, so make sure every result the task asks for exists where it asks.
-You may make at most %d model calls. When the work is done, or when you are told to conclude, call submit with a short summary.`, workdir, calls)
-}
-
-func coordinatorIdentity(workdir string, lab config.Lab) string {
-	quota := func(n int) string {
-		if n == 0 {
-			return "not available in this lab"
-		}
-		return fmt.Sprintf("at most %d per trial", n)
-	}
-	return fmt.Sprintf(`You coordinate an Executor in a research lab working on one task inside an isolated Linux container (working directory %s). You cannot run commands or change files yourself: you may read files, list directories and read task skills, and you delegate the rest with dispatch:
-- explore: investigates the container read-only and reports facts (%s);
-- plan: designs an approach read-only (%s);
-- code: the only agent that runs commands and writes files (%s).
-Every dispatch starts a fresh subagent that sees only the task text you give it and the executor skill, not this conversation or the plan below, so make each task self-contained: the goal, the paths involved, and what earlier dispatches found. You get back only its final report.
-The task's tests run after you submit, against the state the code subagent leaves behind. You may make at most %d model calls. When the work is done, or when you are told to conclude, call submit with a short summary.`,
-		workdir, quota(lab.ExploreQuota), quota(lab.PlanQuota), quota(lab.CodeQuota), lab.MaxModelCalls)
-}
-
-func subagentIdentity(kind, workdir string, calls int) string {
-	var role string
-	switch kind {
-	case SubagentExplore:
-		role = "You are the explore subagent of an Executor in a research lab. Investigate the container and report the facts your task asks for: which files exist, what they hold, how things are built and run. You cannot run commands or change anything; your tools are read_file, list_dir, read_skill and submit."
-	case SubagentPlan:
-		role = "You are the plan subagent of an Executor in a research lab. Design a concrete approach to your task: the steps, the files to change and the commands to check the result. You cannot run commands or change anything; your tools are read_file, list_dir, read_skill and submit."
-	default:
-		role = "You are the code subagent of an Executor in a research lab, the only agent allowed to change the container: your tools are run_command, write_file, read_file, list_dir, read_skill and submit. Do the task you are given and check that the result works."
-	}
-	return fmt.Sprintf("%s\nThe container's working directory is %s. You see only the task below, not the coordinator's conversation. You may make at most %d model calls. When you are done, call submit: its summary is the only thing the coordinator gets back.", role, workdir, calls)
 }
 
 // ---- transcript files ----

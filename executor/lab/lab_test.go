@@ -107,7 +107,8 @@ func TestLabSingleModeToolsAndCommands(t *testing.T) {
 		t.Fatalf("not submitted: %+v", res)
 	}
 	reqs := p.requests(labCaller)
-	want := []string{ToolListDir, ToolReadFile, ToolReadSkill, ToolRunCommand, ToolSubmit, ToolWriteFile}
+	// The sandbox lists no task skills, so read_skill is not offered.
+	want := []string{ToolListDir, ToolReadFile, ToolRunCommand, ToolSubmit, ToolWriteFile}
 	if got := toolNamesOf(reqs[0]); !slices.Equal(got, want) {
 		t.Errorf("single agent's tools = %v, want %v", got, want)
 	}
@@ -156,7 +157,10 @@ func hierarchicalScript() map[string][]labStep {
 }
 
 func TestLabHierarchicalAllowlists(t *testing.T) {
-	sb := newLabFakeSandbox(nil)
+	// The task ships a skill, so every agent may read it.
+	sb := newLabFakeSandbox(map[string]string{
+		"/root/.claude/skills/csv-tools/SKILL.md": "---\nname: csv-tools\ndescription: Helpers for CSV files.\n---\n\nUse python's csv module.\n",
+	})
 	p := newLabProvider(hierarchicalScript())
 	in := labInput(t, sb, "Do the task.")
 	res, err := NewAgent(labTestLab(config.ModeHierarchical), labClients(p, nil)).Run(context.Background(), in)
@@ -406,7 +410,7 @@ func TestLabBudgetErrorPropagates(t *testing.T) {
 			ledger := llm.NewLedger(llm.Limits{MaxTokens: tc.limit})
 			in := labInput(t, newLabFakeSandbox(nil), "Do it.")
 			res, err := NewAgent(labTestLab(tc.mode), labClients(p, ledger)).Run(context.Background(), in)
-			if !errors.Is(err, executor.ErrBudgetExhausted) || !errors.Is(err, llm.ErrBudgetExhausted) {
+			if !executor.IsBudgetExhausted(err) || !errors.Is(err, llm.ErrBudgetExhausted) {
 				t.Fatalf("err = %v, want one wrapping the budget sentinel", err)
 			}
 			n := len(p.all())
@@ -451,7 +455,7 @@ func TestLabModelErrorIsAgentError(t *testing.T) {
 			p := newLabProvider(tc.script)
 			in := labInput(t, newLabFakeSandbox(nil), "Do it.")
 			_, err := NewAgent(labTestLab(tc.mode), labClients(p, nil)).Run(context.Background(), in)
-			if !errors.Is(err, boom) || errors.Is(err, executor.ErrBudgetExhausted) || errors.Is(err, context.Canceled) {
+			if !errors.Is(err, boom) || executor.IsBudgetExhausted(err) || errors.Is(err, context.Canceled) {
 				t.Fatalf("err = %v, want the model failure itself", err)
 			}
 			if n := len(p.all()); n != tc.wantCalls {
@@ -553,7 +557,7 @@ func TestLabOfflineTrial(t *testing.T) {
 	in := labInput(t, newLabFakeSandbox(nil), instruction)
 	r := &labRun{in: in, tools: &ContainerTools{Workdir: "/srv/work"}}
 	top := r.offlineTrial(in.Task.Instruction, true)
-	want := OfflineTrial{TaskID: in.Task.ID, Instruction: instruction, Workdir: "/srv/work", Iteration: 3,
+	want := OfflineTrial{TaskID: in.Task.ID, Instruction: instruction, Workdir: "/srv/work", Seed: in.Seed,
 		Skill: in.ExecutorSkill, Plan: in.Plan}
 	if top != want {
 		t.Errorf("top-level offline trial = %+v, want %+v", top, want)

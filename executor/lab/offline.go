@@ -22,8 +22,12 @@ type OfflineTrial struct {
 	// empty: the first user message of the call.
 	Instruction string
 	// Workdir is the sandbox's working directory; empty: /app.
-	Workdir   string
-	Iteration int
+	Workdir string
+	// Seed is the trial's seed: the offline agent's draws depend on it and
+	// not on the iteration, so trials with one seed and one skill behave
+	// alike (common random numbers across checkpoints) and trials with
+	// different seeds draw independently.
+	Seed int64
 	// Skill is the executor skill, and Plan the Planner's plan (empty for
 	// subagents, which are not shown it).
 	Skill, Plan string
@@ -305,7 +309,7 @@ func (a offlineAgent) diligent() bool {
 		return true
 	}
 	sum := sha256.Sum256([]byte(skill))
-	h := llm.OfflineHash(a.seed, "diligence", a.trial.TaskID, strconv.Itoa(a.trial.Iteration), hex.EncodeToString(sum[:]))
+	h := llm.OfflineHash(a.seed, "diligence", a.trial.TaskID, strconv.FormatInt(a.trial.Seed, 10), hex.EncodeToString(sum[:]))
 	return unit(h) < diligenceRate
 }
 

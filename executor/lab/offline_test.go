@@ -88,7 +88,7 @@ const instruction = "Read /app/input.txt and /app/config.json, then write the to
 func runOfflineAgent(t *testing.T, seed int64, skill string, tools []llm.ToolSpec, allowed []string, maxCalls int) llm.LoopResult {
 	t.Helper()
 	loop := &llm.Loop{
-		Client:   offlineClient(seed, lab.OfflineTrial{Instruction: instruction, TaskID: "sum-task", Iteration: 1, Skill: skill}),
+		Client:   offlineClient(seed, lab.OfflineTrial{Instruction: instruction, TaskID: "sum-task", Seed: seed, Skill: skill}),
 		Caller:   "executor/student-1",
 		Tools:    tools,
 		Allowed:  allowed,
@@ -243,7 +243,7 @@ func TestOfflineAgentFollowsAnOutputsFirstPlan(t *testing.T) {
 	for seed := int64(1); seed <= 12; seed++ {
 		sb := newSandbox()
 		loop := &llm.Loop{
-			Client: offlineClient(seed, lab.OfflineTrial{Instruction: instruction, TaskID: "sum-task", Iteration: 1,
+			Client: offlineClient(seed, lab.OfflineTrial{Instruction: instruction, TaskID: "sum-task", Seed: seed,
 				Skill: testSkill, Plan: "Plan:\n" + executor.OutputsFirstStep + "\n1. Do it."}),
 			Caller: "executor/student-1", Tools: sb.tools(),
 			Terminal: "submit", MaxCalls: 10, ConcludeMargin: 2, Seed: seed,

@@ -36,10 +36,32 @@ func invalid(cfg Config, reason string) Decision {
 func judge(cfg Config, tasks []TaskSummary, cuts []float64) Decision {
 	num := map[string]float64{}
 	d := Decision{Rule: cfg.Rule, Numbers: num, Tasks: tasks}
+	usable, unusable := countTasks(tasks, num)
+	if d.Reason = refusal(cfg, len(tasks), usable, unusable); d.Reason != "" {
+		return d
+	}
+	u := newUsableTasks(tasks, usable)
+	num["current_mean"] = u.curMean
+	num["candidate_mean"] = u.candMean
+	num["delta"] = u.candMean - u.curMean
+	num["worst_task_delta"] = tasks[usable[u.worst]].Delta
+	switch cfg.Rule {
+	case RuleNoRegress:
+		d.Accept, d.Reason = u.noRegress(cfg, num)
+	case RuleMargin:
+		d.Accept, d.Reason = u.margin(cfg, num)
+	case RulePosterior:
+		d.Accept, d.Reason = u.posterior(cfg, cuts, num)
+	default:
+		d.Reason = fmt.Sprintf("unknown gate rule %q", cfg.Rule)
+	}
+	return d
+}
 
+// countTasks splits the tasks into usable ones (their indexes) and the
+// names of the others, and records the counts in num.
+func countTasks(tasks []TaskSummary, num map[string]float64) (usable []int, unusable []string) {
 	var trials, usableTrials int
-	var unusable []string
-	var usable []int
 	for i, t := range tasks {
 		trials += t.Current.Trials + t.Candidate.Trials
 		usableTrials += t.Current.Usable + t.Candidate.Usable
@@ -54,103 +76,110 @@ func judge(cfg Config, tasks []TaskSummary, cuts []float64) Decision {
 	num["unusable_tasks"] = float64(len(unusable))
 	num["trials"] = float64(trials)
 	num["unusable_trials"] = float64(trials - usableTrials)
+	return usable, unusable
+}
 
+// refusal is why the evidence cannot be judged by any rule, or "".
+func refusal(cfg Config, tasks int, usable []int, unusable []string) string {
 	switch {
-	case len(tasks) == 0:
-		d.Reason = "no validation tasks"
-		return d
+	case tasks == 0:
+		return "no validation tasks"
 	case cfg.RequireAllUsable && len(unusable) > 0:
-		d.Reason = fmt.Sprintf("%d %s unusable and require_all_usable is set (no usable trial on one arm: %s)",
+		return fmt.Sprintf("%d %s unusable and require_all_usable is set (no usable trial on one arm: %s)",
 			len(unusable), plural(len(unusable), "task", "tasks"), strings.Join(unusable, ", "))
-		return d
 	case len(usable) == 0:
-		d.Reason = "no usable validation task: every task lacks a usable trial on one arm"
-		return d
+		return "no usable validation task: every task lacks a usable trial on one arm"
 	}
+	return ""
+}
 
-	cur := make([]float64, len(usable))
-	cand := make([]float64, len(usable))
-	worst := 0 // index into usable of the task with the lowest delta
+// usableTasks is the evidence the rules weigh: the usable tasks, their
+// mean rewards on each arm and the macro means over them.
+type usableTasks struct {
+	tasks             []TaskSummary
+	usable            []int     // indexes into tasks
+	cur, cand         []float64 // each usable task's mean, in the order of usable
+	worst             int       // index into usable of the task with the lowest delta
+	curMean, candMean float64
+}
+
+func newUsableTasks(tasks []TaskSummary, usable []int) *usableTasks {
+	u := &usableTasks{tasks: tasks, usable: usable, cur: make([]float64, len(usable)), cand: make([]float64, len(usable))}
 	for j, i := range usable {
-		cur[j], _ = tasks[i].Current.Mean()
-		cand[j], _ = tasks[i].Candidate.Mean()
-		if tasks[i].Delta < tasks[usable[worst]].Delta {
-			worst = j
+		u.cur[j], _ = tasks[i].Current.Mean()
+		u.cand[j], _ = tasks[i].Candidate.Mean()
+		if tasks[i].Delta < tasks[usable[u.worst]].Delta {
+			u.worst = j
 		}
 	}
-	curMean, candMean := stat.Mean(cur, nil), stat.Mean(cand, nil)
-	delta := candMean - curMean
-	worstTask := tasks[usable[worst]]
-	num["current_mean"] = curMean
-	num["candidate_mean"] = candMean
-	num["delta"] = delta
-	num["worst_task_delta"] = worstTask.Delta
+	u.curMean, u.candMean = stat.Mean(u.cur, nil), stat.Mean(u.cand, nil)
+	return u
+}
 
-	// regressed counts tasks whose mean fell by more than drop and describes
-	// the worst of them.
-	regressed := func(drop float64) (int, string) {
-		count := 0
-		for _, i := range usable {
-			if tasks[i].Delta < -drop-cfg.Tolerance {
-				count++
-			}
+// regressed counts tasks whose mean fell by more than drop (beyond the
+// tolerance) and describes the worst of them.
+func (u *usableTasks) regressed(drop, tolerance float64) (int, string) {
+	count := 0
+	for _, i := range u.usable {
+		if u.tasks[i].Delta < -drop-tolerance {
+			count++
 		}
-		if count == 0 {
-			return 0, ""
-		}
-		a, b := pair(cur[worst], cand[worst])
-		msg := fmt.Sprintf("task %s regressed: %s -> %s", worstTask.Task, a, b)
-		if count > 1 {
-			msg += fmt.Sprintf(" (%d tasks regressed)", count)
-		}
-		return count, msg
 	}
+	if count == 0 {
+		return 0, ""
+	}
+	a, b := pair(u.cur[u.worst], u.cand[u.worst])
+	msg := fmt.Sprintf("task %s regressed: %s -> %s", u.tasks[u.usable[u.worst]].Task, a, b)
+	if count > 1 {
+		msg += fmt.Sprintf(" (%d tasks regressed)", count)
+	}
+	return count, msg
+}
 
-	switch cfg.Rule {
-	case RuleNoRegress:
-		num["tolerance"] = cfg.Tolerance
-		count, msg := regressed(0)
-		num["regressed_tasks"] = float64(count)
-		// The mean condition needs no check of its own: a macro mean can
-		// only fall by more than the tolerance if some task does.
-		if count > 0 {
-			d.Reason = msg
-		} else {
-			a, b := pair(curMean, candMean)
-			d.Accept = true
-			d.Reason = fmt.Sprintf("no task regressed; mean reward %s -> %s", a, b)
-		}
-	case RuleMargin:
-		num["margin"] = cfg.Margin
-		num["tolerance"] = cfg.Tolerance
-		count, msg := regressed(cfg.Margin)
-		num["regressed_tasks"] = float64(count)
-		a, b := pair(delta, cfg.Margin)
-		switch {
-		case count > 0:
-			d.Reason = fmt.Sprintf("%s, more than the margin %s", msg, b)
-		case delta < cfg.Margin-cfg.Tolerance:
-			d.Reason = fmt.Sprintf("mean delta %s < margin %s", a, b)
-		default:
-			d.Accept = true
-			d.Reason = fmt.Sprintf("mean delta %s >= margin %s and no task fell by more than the margin", a, b)
-		}
-	case RulePosterior:
-		p, draws := pBetter(tasks, usable, cfg.Seed, cuts)
-		num["threshold"] = cfg.Threshold
-		num["p_better"] = p
-		num["draws"] = float64(draws)
-		a, b := pair(p, cfg.Threshold)
-		if p >= cfg.Threshold {
-			d.Accept = true
-			d.Reason = fmt.Sprintf("P(better) %s >= %s", a, b)
-		} else {
-			d.Reason = fmt.Sprintf("P(better) %s < %s", a, b)
-		}
-	default:
-		d.Reason = fmt.Sprintf("unknown gate rule %q", cfg.Rule)
+// noRegress accepts when no task fell by more than the tolerance.
+func (u *usableTasks) noRegress(cfg Config, num map[string]float64) (bool, string) {
+	num["tolerance"] = cfg.Tolerance
+	count, msg := u.regressed(0, cfg.Tolerance)
+	num["regressed_tasks"] = float64(count)
+	// The mean condition needs no check of its own: a macro mean can
+	// only fall by more than the tolerance if some task does.
+	if count > 0 {
+		return false, msg
 	}
-	return d
+	a, b := pair(u.curMean, u.candMean)
+	return true, fmt.Sprintf("no task regressed; mean reward %s -> %s", a, b)
+}
+
+// margin accepts when the mean rose by the margin and no task fell by more
+// than it.
+func (u *usableTasks) margin(cfg Config, num map[string]float64) (bool, string) {
+	num["margin"] = cfg.Margin
+	num["tolerance"] = cfg.Tolerance
+	count, msg := u.regressed(cfg.Margin, cfg.Tolerance)
+	num["regressed_tasks"] = float64(count)
+	delta := u.candMean - u.curMean
+	a, b := pair(delta, cfg.Margin)
+	switch {
+	case count > 0:
+		return false, fmt.Sprintf("%s, more than the margin %s", msg, b)
+	case delta < cfg.Margin-cfg.Tolerance:
+		return false, fmt.Sprintf("mean delta %s < margin %s", a, b)
+	}
+	return true, fmt.Sprintf("mean delta %s >= margin %s and no task fell by more than the margin", a, b)
+}
+
+// posterior accepts when the probability that the candidate is better
+// reaches the threshold.
+func (u *usableTasks) posterior(cfg Config, cuts []float64, num map[string]float64) (bool, string) {
+	p, draws := pBetter(u.tasks, u.usable, cfg.Seed, cuts)
+	num["threshold"] = cfg.Threshold
+	num["p_better"] = p
+	num["draws"] = float64(draws)
+	a, b := pair(p, cfg.Threshold)
+	if p >= cfg.Threshold {
+		return true, fmt.Sprintf("P(better) %s >= %s", a, b)
+	}
+	return false, fmt.Sprintf("P(better) %s < %s", a, b)
 }
 
 // pair formats two numbers with two decimals, or with as many more as it

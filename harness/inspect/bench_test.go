@@ -106,7 +106,7 @@ func BenchmarkRun100k(b *testing.B) {
 	b.ReportAllocs()
 	defer reportCPU(b)()
 	for b.Loop() {
-		v, err := Run(dir)
+		v, err := ReadRunView(dir)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -528,3 +528,54 @@ func TestCompareRobustEstimatesHaveIntervals(t *testing.T) {
 		t.Errorf("poi interval missing or not around the poi: %+v", d)
 	}
 }
+
+// A trial the agent itself broke scores 0 in every estimate, as in the
+// gate; one whose model API failed says nothing about the skill and is
+// left out.
+func TestAgentErrorsCountAsTheGateCountsThem(t *testing.T) {
+	tests := []struct {
+		name  string
+		cause string
+		mean  float64 // held-out mean of the final checkpoint over x and y
+	}{
+		{"agent's own error scores 0", "agent: the tool loop crashed", (1 + 0.5) / 2},
+		{"model failure is left out", "model: chat completion failed after 3 attempts", 1},
+		{"no cause is left out", "", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "m-matrix")
+			rows := rowsOf("r", "full", "learned_mediator", "all", 7, trainCurve("a", 0, 1)...)
+			rows = append(rows, evalRows("r", "full", "learned_mediator", "all", 7, 0,
+				scored(0, "x", 0), scored(0, "x", 0), scored(0, "y", 0), scored(0, "y", 0))...)
+			final := evalRows("r", "full", "learned_mediator", "all", 7, 2,
+				scored(0, "x", 1), scored(0, "x", 1), scored(0, "y", 1), trial{0, "y", "agent_error", nil})
+			final[len(final)-1].Cause = rundir.Nullable(tt.cause)
+			writeMatrix(t, dir, []string{"full"}, map[string][]rundir.MetricRow{"full": append(rows, final...)})
+			c, err := Compare(dir, CompareOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			approx(t, "held-out mean", estimateOf(t, rowByName(t, c, "full"), HeldOut).Mean, tt.mean)
+		})
+	}
+}
+
+func TestAgentFaultRule(t *testing.T) {
+	tests := []struct {
+		status rundir.TrialStatus
+		cause  string
+		want   bool
+	}{
+		{rundir.TrialAgentError, "agent: panic in tool", true},
+		{rundir.TrialAgentError, "model: 503 after retries", false},
+		{rundir.TrialAgentError, "", false},
+		{rundir.TrialAgentTimeout, "agent: did not finish", false},
+		{rundir.TrialScored, "", false},
+	}
+	for _, tt := range tests {
+		if got := rundir.AgentFault(tt.status, tt.cause); got != tt.want {
+			t.Errorf("AgentFault(%q, %q) = %v, want %v", tt.status, tt.cause, got, tt.want)
+		}
+	}
+}

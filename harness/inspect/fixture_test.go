@@ -128,7 +128,7 @@ func writeLines(t testing.TB, path string, lines ...string) {
 type trial struct {
 	iteration int
 	task      string
-	status    string
+	status    rundir.TrialStatus
 	reward    *float64
 }
 

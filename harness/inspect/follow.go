@@ -30,7 +30,9 @@ const DefaultFollowInterval = 2 * time.Second
 // starts are not repeated, except the metrics of finished iterations.
 //
 // It returns nil once the run's status is no longer running (after a last
-// poll, so nothing written before the final status is missed), and
+// poll, so nothing written before the final status is missed), or once no
+// process holds the directory any more (its writer died: StatusStopped),
+// and
 // ctx.Err() when ctx ends first.
 func Follow(ctx context.Context, dir string, w io.Writer, interval time.Duration) error {
 	if interval <= 0 {
@@ -52,6 +54,10 @@ func Follow(ctx context.Context, dir string, w io.Writer, interval time.Duration
 	for {
 		if err := f.poll(); err != nil {
 			return err
+		}
+		if f.status == StatusStopped {
+			fmt.Fprintf(w, "%s %s ended: %s (%s)\n", f.kind, m.ID, f.status, StoppedReason)
+			return nil
 		}
 		if f.status != rundir.StatusRunning {
 			fmt.Fprintf(w, "%s %s ended: %s\n", f.kind, m.ID, f.status)
@@ -124,9 +130,8 @@ func (f *follower) poll() error {
 	if err != nil {
 		return fmt.Errorf("follow %s: %w", f.dir, err)
 	}
-	if m.Status != f.status && f.status != "" {
-		fmt.Fprintf(f.w, "status %s -> %s\n", f.status, m.Status)
-	}
+	changed := m.Status != f.status && f.status != ""
+	was := f.status
 	f.status = m.Status
 	if err := f.discover(m, false); err != nil {
 		return err
@@ -135,6 +140,9 @@ func (f *follower) poll() error {
 		if err := f.runs[d].poll(f.w); err != nil {
 			return err
 		}
+	}
+	if changed {
+		fmt.Fprintf(f.w, "status %s -> %s\n", was, m.Status)
 	}
 	return nil
 }
@@ -154,13 +162,18 @@ type stamp struct {
 	mod  time.Time
 }
 
+// poll reads the manifest first (what it says was written after the
+// files it covers), then the files, and prints a status change last, so a
+// row's "completed" follows its last trial and iteration lines.
 func (r *runTail) poll(w io.Writer) error {
+	var statusLine string
 	if m, err := readManifest(r.dir); err == nil {
 		if r.status != "" && (m.Status != r.status || m.CompletedIterations != r.done) {
-			fmt.Fprintf(w, "%sstatus %s, iteration %d/%d\n", r.prefix, m.Status, m.CompletedIterations, m.Iterations)
+			statusLine = fmt.Sprintf("%sstatus %s, iteration %d/%d\n", r.prefix, m.Status, m.CompletedIterations, m.Iterations)
 		}
 		r.status, r.done = m.Status, m.CompletedIterations
 	}
+	defer func() { io.WriteString(w, statusLine) }()
 	r.watch.poll(w, r.dir, r.prefix, r.done)
 	if err := r.pollParts(w); err != nil {
 		return err

@@ -63,6 +63,7 @@ func TestFollowTailsARunUntilItEnds(t *testing.T) {
 	m := rundir.Manifest{Kind: rundir.KindRun, Status: rundir.StatusRunning, Condition: "no_feedback",
 		Tasks: []string{"a"}, Iterations: 2}
 	writeManifest(t, dir, m)
+	holdDir(t, dir)
 	// Already on disk before following: not repeated.
 	appendLine(t, filepath.Join(dir, rundir.HistoryFile), `{"type":"entry","entry":{"id":"old","role":"planner","kind":"plan","task_id":"a","iteration":1}}`)
 
@@ -105,6 +106,7 @@ func TestFollowFollowsMatrixRows(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "m-matrix")
 	mm := rundir.Manifest{Kind: rundir.KindMatrix, Status: rundir.StatusRunning, Rows: []string{"no_feedback", "full"}}
 	writeManifest(t, dir, mm)
+	holdDir(t, dir)
 	writeManifest(t, filepath.Join(dir, "no_feedback"), rundir.Manifest{Kind: rundir.KindRun, Status: rundir.StatusRunning, Iterations: 1})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -130,6 +132,7 @@ func TestFollowFollowsMatrixRows(t *testing.T) {
 func TestFollowStopsWithItsContext(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "r")
 	writeManifest(t, dir, rundir.Manifest{Kind: rundir.KindRun, Status: rundir.StatusRunning})
+	holdDir(t, dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &syncBuffer{}
 	done := make(chan error, 1)
@@ -138,6 +141,81 @@ func TestFollowStopsWithItsContext(t *testing.T) {
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("Follow = %v, want context.Canceled", err)
+	}
+}
+
+// holdDir takes dir's lock for the test, as the process writing a run
+// holds it: a running directory nobody holds shows as stopped.
+func holdDir(t *testing.T, dir string) *rundir.Dir {
+	t.Helper()
+	d, err := rundir.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Unlock() })
+	return d
+}
+
+// A run whose process died leaves run.json saying running: with no live
+// holder of its lock it shows as stopped, and --follow ends instead of
+// waiting forever. A matrix is live while any of its rows is held.
+func TestFollowEndsWhenNoProcessHoldsTheRun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "20250301T120000Z-1-no_feedback")
+	writeManifest(t, dir, rundir.Manifest{Kind: rundir.KindRun, Status: rundir.StatusRunning, Iterations: 2})
+	writer := holdDir(t, dir)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- Follow(ctx, dir, out, 5*time.Millisecond) }()
+	waitFor(t, out, "following run 20250301T120000Z-1-no_feedback (running)")
+	writer.Unlock() // the writer dies without recording how it ended
+	if err := <-done; err != nil {
+		t.Fatalf("Follow = %v, want nil once no process holds the run", err)
+	}
+	if !strings.Contains(out.String(), "ended: stopped (no process holds it)") {
+		t.Errorf("no stopped line:\n%s", out.String())
+	}
+	v, err := ReadRunView(dir)
+	if err != nil || v.Status != StatusStopped {
+		t.Fatalf("Run view status %v (%v), want stopped", v.Status, err)
+	}
+	var text bytes.Buffer
+	if err := v.WriteText(&text, false); err != nil || !strings.Contains(text.String(), "(stopped (no process holds it))") {
+		t.Errorf("run view header does not say stopped:\n%s", text.String())
+	}
+}
+
+func TestMatrixIsLiveWhileARowIsHeld(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "m-matrix")
+	writeManifest(t, dir, rundir.Manifest{Kind: rundir.KindMatrix, Status: rundir.StatusRunning, Rows: []string{"a", "b"}})
+	writeManifest(t, filepath.Join(dir, "a"), rundir.Manifest{Kind: rundir.KindRun, Status: rundir.StatusRunning, Iterations: 1})
+	writeManifest(t, filepath.Join(dir, "b"), rundir.Manifest{Kind: rundir.KindRun, Status: rundir.StatusRunning, Iterations: 1})
+	element := holdDir(t, filepath.Join(dir, "b")) // a Slurm element holds only its row
+
+	status := func() rundir.Status {
+		t.Helper()
+		list, err := List(root)
+		if err != nil || len(list) != 1 {
+			t.Fatalf("List = %+v, %v", list, err)
+		}
+		return list[0].Status
+	}
+	if got := status(); got != rundir.StatusRunning {
+		t.Errorf("matrix with a held row lists as %s, want running", got)
+	}
+	rows, err := List(dir)
+	if err != nil || len(rows) != 2 || rows[0].Status != StatusStopped || rows[1].Status != rundir.StatusRunning {
+		t.Errorf("rows = %+v (%v), want a stopped (nobody holds it) and b running", rows, err)
+	}
+	element.Unlock()
+	if got := status(); got != StatusStopped {
+		t.Errorf("matrix nobody holds lists as %s, want stopped", got)
 	}
 }
 
@@ -168,10 +246,11 @@ func TestFollowShowsTrialsAndPhases(t *testing.T) {
 	m := rundir.Manifest{Kind: rundir.KindRun, Status: rundir.StatusRunning, Condition: "learned_mediator",
 		Tasks: []string{"a", "b"}, Iterations: 3, CompletedIterations: 1}
 	writeManifest(t, dir, m)
+	holdDir(t, dir)
 	trace := func(status, reward string) string {
 		return `{"status":"` + status + `","reward":` + reward + `,"timings":{"total_ns":1500000000},"errors":["container died"]}`
 	}
-	writeFile(t, filepath.Join(dir, rundir.JobDir("a", 1), traceName), trace("scored", "0.25"))
+	writeFile(t, filepath.Join(dir, rundir.JobDir("a", 1), rundir.TraceFile), trace("scored", "0.25"))
 	appendLine(t, filepath.Join(dir, rundir.CallsFile), `{"caller":"coevo/advisor/b000","role":"advisor"}`)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -182,22 +261,22 @@ func TestFollowShowsTrialsAndPhases(t *testing.T) {
 	waitFor(t, out, "following run")
 
 	// A trace being written is not shown until it is whole.
-	writeFile(t, filepath.Join(dir, rundir.JobDir("a", 2), traceName), `{"status":"sco`)
-	writeFile(t, filepath.Join(dir, rundir.JobDir("b", 2), traceName), trace("env_failure", "null"))
+	writeFile(t, filepath.Join(dir, rundir.JobDir("a", 2), rundir.TraceFile), `{"status":"sco`)
+	writeFile(t, filepath.Join(dir, rundir.JobDir("b", 2), rundir.TraceFile), trace("env_failure", "null"))
 	waitFor(t, out, "i2 b trial: env_failure, 1.5s: container died")
-	writeFile(t, filepath.Join(dir, rundir.JobDir("a", 2), traceName), trace("scored", "1"))
+	writeFile(t, filepath.Join(dir, rundir.JobDir("a", 2), rundir.TraceFile), trace("scored", "1"))
 	waitFor(t, out, "i2 a trial: scored, reward 1.000, 1.5s\n") // no error on a scored trial
 
 	appendLine(t, filepath.Join(dir, rundir.CallsFile), `{"caller":"coevo/advisor/b001","role":"advisor"}`)
 	waitFor(t, out, "the Advisor is reviewing batch b001")
 	batch := filepath.Join(dir, rundir.ValidationBatchDir("b001"))
-	writeFile(t, filepath.Join(batch, rundir.ValidationTrialDir("candidate", "a", 0), traceName), trace("scored", "0.5"))
+	writeFile(t, filepath.Join(batch, rundir.ValidationTrialDir("candidate", "a", 0), rundir.TraceFile), trace("scored", "0.5"))
 	waitFor(t, out, "validation of batch b001 started")
 	waitFor(t, out, "validation b001 candidate trial: a k0: scored, reward 0.500")
 	writeFile(t, filepath.Join(batch, rundir.DecisionFile), `{"decision":{"accept":false,"rule":"posterior","reason":"P(better) 0.59 < 0.80"}}`)
 	waitFor(t, out, "validation of batch b001: rejected by posterior: P(better) 0.59 < 0.80")
 
-	writeFile(t, filepath.Join(dir, rundir.EvalJobDir(2, 1, "b"), traceName), trace("scored", "0"))
+	writeFile(t, filepath.Join(dir, rundir.EvalJobDir(2, 1, "b"), rundir.TraceFile), trace("scored", "0"))
 	waitFor(t, out, "held-out trial of the skills after iteration 2: b k01: scored, reward 0.000")
 	appendLine(t, filepath.Join(dir, rundir.CallsFile), `{"caller":"coevo/reflector/planner/i0002","role":"reflector"}`)
 	appendLine(t, filepath.Join(dir, rundir.CallsFile), `{"caller":"coevo/reflector/planner/i0002","role":"reflector"}`)
@@ -218,5 +297,41 @@ func TestFollowShowsTrialsAndPhases(t *testing.T) {
 		if n := strings.Count(got, once); n != 1 {
 			t.Errorf("%q shown %d times, want once:\n%s", once, n, got)
 		}
+	}
+}
+
+// A row's status line comes after the lines of what it finished: its
+// iteration's metrics are shown before "status completed" even when both
+// land between two polls.
+func TestFollowPrintsARowsStatusAfterItsLastLines(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "m-matrix")
+	mm := rundir.Manifest{Kind: rundir.KindMatrix, Status: rundir.StatusRunning, Rows: []string{"r"}}
+	writeManifest(t, dir, mm)
+	holdDir(t, dir)
+	row := filepath.Join(dir, "r")
+	rm := rundir.Manifest{Kind: rundir.KindRun, Status: rundir.StatusRunning, Iterations: 1}
+	writeManifest(t, row, rm)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- Follow(ctx, dir, out, 400*time.Millisecond) }()
+	waitFor(t, out, "following matrix")
+	writeMetrics(t, row, rowsOf("m/r", "r", "no_feedback", "none", 1, scored(1, "a", 1)))
+	rm.Status, rm.CompletedIterations = rundir.StatusCompleted, 1
+	writeManifest(t, row, rm)
+	mm.Status = rundir.StatusCompleted
+	writeManifest(t, dir, mm)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	iter, status := strings.Index(got, "[r] iteration 1:"), strings.Index(got, "[r] status completed")
+	if iter < 0 || status < 0 || status < iter {
+		t.Errorf("want the iteration line before the row's status line:\n%s", got)
+	}
+	if ended := strings.Index(got, "status running -> completed"); ended < status {
+		t.Errorf("want the matrix's status change after its rows' lines:\n%s", got)
 	}
 }

@@ -13,9 +13,6 @@ import (
 	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
-// traceName is the file a trial's outcome lands in, in its job directory.
-const traceName = "trace.json"
-
 // trialWatch shows what happens inside an iteration as it lands on disk:
 // each trial's outcome (training, held-out evaluation and validation
 // trials, from their trace.json), the start and decision of each
@@ -48,10 +45,10 @@ func (tw *trialWatch) poll(w io.Writer, dir, prefix string, done int) {
 	tw.pollCalls(w, prefix) // first: the Advisor's review comes before its batch's validation
 	var traces []string
 	for it := max(min(tw.from, done), 1); it <= done+1; it++ {
-		traces = append(traces, glob(filepath.Join(dir, rundir.JobsDir, "*", fmt.Sprintf("%04d", it), traceName))...)
+		traces = append(traces, glob(filepath.Join(dir, rundir.JobDir("*", it), rundir.TraceFile))...)
 	}
 	tw.from = done + 1
-	traces = append(traces, glob(filepath.Join(dir, rundir.JobsDir, "eval", "c*", "*", "k*", traceName))...)
+	traces = append(traces, glob(filepath.Join(dir, rundir.JobsDir, "eval", "c*", "*", "k*", rundir.TraceFile))...)
 	for _, p := range traces {
 		tw.showTrial(w, prefix, dir, p)
 	}
@@ -71,7 +68,7 @@ func (tw *trialWatch) pollValidation(w io.Writer, dir, prefix string) {
 			fmt.Fprintf(w, "%svalidation of batch %s started\n", prefix, id)
 			tw.batches[id] = false
 		}
-		for _, p := range glob(filepath.Join(b, "*", "*", "k*", traceName)) {
+		for _, p := range glob(filepath.Join(b, "*", "*", "k*", rundir.TraceFile)) {
 			tw.showTrial(w, prefix, dir, p)
 		}
 		var d struct {
@@ -101,28 +98,21 @@ func (tw *trialWatch) showTrial(w io.Writer, prefix, dir, path string) {
 	if tw.seen[path] {
 		return
 	}
-	var tr struct {
-		Status  string   `json:"status"`
-		Reward  *float64 `json:"reward"`
-		Errors  []string `json:"errors"`
-		Timings struct {
-			Total time.Duration `json:"total_ns"`
-		} `json:"timings"`
-	}
+	var tr rundir.Trace
 	data, err := os.ReadFile(path)
 	if err != nil || json.Unmarshal(data, &tr) != nil {
 		return
 	}
 	tw.seen[path] = true
 	rel, _ := filepath.Rel(dir, filepath.Dir(path))
-	s := fmt.Sprintf("%s%s: %s", prefix, trialLabel(filepath.ToSlash(rel)), dash(tr.Status))
+	s := fmt.Sprintf("%s%s: %s", prefix, trialLabel(filepath.ToSlash(rel)), dash(string(tr.Status)))
 	if tr.Reward != nil {
 		s += fmt.Sprintf(", reward %.3f", *tr.Reward)
 	}
 	if tr.Timings.Total > 0 {
 		s += ", " + tr.Timings.Total.Round(100*time.Millisecond).String()
 	}
-	if len(tr.Errors) > 0 && tr.Status != "scored" {
+	if len(tr.Errors) > 0 && tr.Status != rundir.TrialScored {
 		s += ": " + truncate(tr.Errors[0], 120)
 	}
 	fmt.Fprintln(w, s)
@@ -171,12 +161,14 @@ func (tw *trialWatch) pollCalls(w io.Writer, prefix string) {
 // describePhase renders the phase a co-evolution caller stands for
 // (coevo/advisor/<batch>, coevo/reflector/<role>/i<NNNN>); "" for others.
 func describePhase(caller string) string {
-	parts := strings.Split(caller, "/")
+	c, err := rundir.ParseCaller(caller)
 	switch {
-	case len(parts) == 3 && parts[0] == "coevo" && parts[1] == "advisor":
-		return fmt.Sprintf("the Advisor is reviewing batch %s", parts[2])
-	case len(parts) == 4 && parts[0] == "coevo" && parts[1] == "reflector":
-		return fmt.Sprintf("i%s reflection on the %s skill under way", strings.TrimLeft(strings.TrimPrefix(parts[3], "i"), "0"), parts[2])
+	case err != nil:
+		return ""
+	case c.Kind == rundir.CallerAdvisor && c.Batch != "":
+		return fmt.Sprintf("the Advisor is reviewing batch %s", c.Batch)
+	case c.Kind == rundir.CallerReflector && c.Role != "":
+		return fmt.Sprintf("i%d reflection on the %s skill under way", c.Iteration, c.Role)
 	}
 	return ""
 }

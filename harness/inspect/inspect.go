@@ -72,7 +72,42 @@ func readManifest(dir string) (rundir.Manifest, error) {
 	if m.ID == "" {
 		m.ID = filepath.Base(filepath.Clean(dir))
 	}
+	if m.Status == rundir.StatusRunning && !live(dir, m) {
+		m.Status = StatusStopped
+	}
 	return m, nil
+}
+
+// StatusStopped is what a reader shows for a directory whose run.json
+// still says running although no process holds its lock: its writer died
+// (kill -9, a full disk) before it could record how it ended. It is never
+// written; a resume continues such a run.
+const StatusStopped rundir.Status = "stopped"
+
+// StoppedReason says why a directory shows as stopped.
+const StoppedReason = "no process holds it"
+
+// live reports whether a process works in dir: holds its lock or, for a
+// matrix, the lock of one of its rows (an element of a Slurm matrix holds
+// only its row's). A lock that cannot be probed counts as held, so an
+// unreadable lock never makes a live run look dead.
+func live(dir string, m rundir.Manifest) bool {
+	if held, err := rundir.Held(dir); err != nil || held {
+		return true
+	}
+	if m.Kind != rundir.KindMatrix {
+		return false
+	}
+	rows, err := rowDirs(dir, m)
+	if err != nil {
+		return true
+	}
+	for _, rd := range rows {
+		if held, err := rundir.Held(rd); err != nil || held {
+			return true
+		}
+	}
+	return false
 }
 
 // rowDirs lists the row directories of a matrix: those its manifest names,

@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/harness/stats"
 )
 
@@ -125,6 +128,14 @@ func truncate(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
+// statusText is a status as shown in text: a stopped one says why.
+func statusText(s rundir.Status) string {
+	if s == StatusStopped {
+		return string(s) + " (" + StoppedReason + ")"
+	}
+	return string(s)
+}
+
 // WriteListText prints a listing as a table.
 func WriteListText(w io.Writer, dirs []DirSummary, tty bool) error {
 	if len(dirs) == 0 {
@@ -138,7 +149,7 @@ func WriteListText(w io.Writer, dirs []DirSummary, tty bool) error {
 			t.add(d.ID, string(d.Kind), string(d.Status), "-", "-", "-", "-", "-", "-", "-", "-", "-", truncate(d.Error, 80))
 			continue
 		}
-		t.add(d.ID, string(d.Kind), string(d.Status), strconv.Itoa(d.Rows), strconv.Itoa(d.Tasks),
+		t.add(d.ID, string(d.Kind), statusText(d.Status), strconv.Itoa(d.Rows), strconv.Itoa(d.Tasks),
 			fmt.Sprintf("%d/%d", d.IterationsDone, d.IterationsPlanned), strconv.Itoa(d.Trials),
 			strconv.Itoa(d.EnvFailures), num(d.MeanReward), strconv.Itoa(d.SkillUpdates),
 			tokens(d.Tokens, tty), usd(d.CostUSD), yesNo(d.Offline))
@@ -148,89 +159,10 @@ func WriteListText(w io.Writer, dirs []DirSummary, tty bool) error {
 
 // WriteText prints the run view: a header, then one table per section.
 func (v *RunView) WriteText(w io.Writer, tty bool) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Run %s (%s)\n", v.ID, v.Status)
-	if v.Error != "" {
-		fmt.Fprintf(&b, "  error: %s\n", v.Error)
-	}
-	var facts []string
-	for _, f := range [][2]string{{"condition", v.Condition}, {"skill updates", v.Policy}, {"preset", v.Preset},
-		{"lab", v.Lab}, {"agent", v.Agent}, {"matrix", v.MatrixID}} {
-		if f[1] != "" {
-			facts = append(facts, f[0]+" "+f[1])
-		}
-	}
-	facts = append(facts, fmt.Sprintf("seed %d", v.Seed))
-	fmt.Fprintf(&b, "  %s\n", strings.Join(facts, ", "))
-	fmt.Fprintf(&b, "  iterations %d/%d, tasks %d, trials %d (%d scored, %d env failures, %d unscored), mean reward %s\n",
-		v.IterationsDone, v.IterationsPlanned, len(v.Tasks), v.Trials, v.Scored, v.EnvFailures, v.Unscored, num(v.MeanReward))
-	cached := ""
-	if v.CachedInputTokens > 0 {
-		cached = " (" + tokens(v.CachedInputTokens, tty) + " input tokens cached)"
-	}
-	fmt.Fprintf(&b, "  spend %s tokens%s, %s\n", tokens(v.TotalTokens, tty), cached, usd(v.TotalCostUSD))
-	if _, err := io.WriteString(w, b.String()); err != nil {
+	if _, err := io.WriteString(w, v.header(tty)); err != nil {
 		return err
 	}
-
-	var sections []section
-	it := newTable(tty, "iteration", "trials", "scored", "env failures", "mean reward", "skill updates", "tokens", "cost")
-	for _, s := range v.Iterations {
-		it.add(strconv.Itoa(s.Iteration), strconv.Itoa(s.Trials), strconv.Itoa(s.Scored), strconv.Itoa(s.EnvFailures),
-			num(s.MeanReward), strconv.Itoa(s.SkillUpdates), tokens(s.Tokens, tty), usd(s.CostUSD))
-	}
-	sections = append(sections, section{"Per iteration", it, "no metrics yet"})
-	if len(v.Evaluation) > 0 {
-		ev := newTable(tty, "skills after iteration", "trials", "scored", "env failures", "mean reward")
-		for _, s := range v.Evaluation {
-			ev.add(strconv.Itoa(s.Checkpoint), strconv.Itoa(s.Trials), strconv.Itoa(s.Scored), strconv.Itoa(s.EnvFailures), num(s.MeanReward))
-		}
-		sections = append(sections, section{"Held-out evaluation", ev, ""})
-	}
-
-	st := newTable(tty, "status", "trials")
-	names := make([]string, 0, len(v.Statuses))
-	for s := range v.Statuses {
-		names = append(names, s)
-	}
-	sort.Strings(names)
-	for _, s := range names {
-		st.add(s, strconv.Itoa(v.Statuses[s]))
-	}
-	sections = append(sections, section{"Trials by status", st, "no trials yet"})
-
-	ft := newTable(tty, "iteration", "task", "status", "failed calls", "bad tool calls", "cause")
-	for _, f := range v.Failures {
-		cause := dash(f.Cause)
-		if tty {
-			cause = truncate(cause, 100)
-		}
-		ft.add(strconv.Itoa(f.Iteration), f.TaskID, f.Status, strconv.Itoa(f.ModelFailures), strconv.Itoa(f.MalformedToolCalls), cause)
-	}
-	sections = append(sections, section{"Failed trials", ft, "none"})
-
-	up := newTable(tty, "iteration", "role", "id", "flow", "rule", "old", "new")
-	for _, u := range v.SkillUpdates {
-		up.add(strconv.Itoa(u.Iteration), u.Role, u.ID, dash(u.Flow), dash(u.Rule), shortHash(u.OldHash), shortHash(u.NewHash))
-	}
-	sections = append(sections, section{"Skill updates", up, "none committed"})
-
-	rj := newTable(tty, "iteration", "type", "batch", "proposals", "reason")
-	for _, r := range v.Rejected {
-		reason := r.Reason
-		if tty {
-			reason = truncate(reason, 80)
-		}
-		rj.add(strconv.Itoa(r.Iteration), r.Type, r.BatchID, strconv.Itoa(r.Proposals), reason)
-	}
-	sections = append(sections, section{"Rejected proposals", rj, "none"})
-
-	sp := newTable(tty, "role", "input tokens", "output tokens", "cost")
-	for _, s := range v.Spend {
-		sp.add(s.Role, tokens(s.InputTokens, tty), tokens(s.OutputTokens, tty), usd(s.CostUSD))
-	}
-	sections = append(sections, section{"Spend by role", sp, "no spend recorded"})
-
+	sections := append(v.trialSections(tty), v.evolutionSections(tty)...)
 	for _, s := range sections {
 		if _, err := fmt.Fprintf(w, "\n%s\n", s.title); err != nil {
 			return err
@@ -256,6 +188,93 @@ func (v *RunView) WriteText(w io.Writer, tty bool) error {
 			strings.Join(kinds, ", "), h.Withheld, h.Rewarded, h.Dropped)
 	}
 	return writeWarnings(w, v.Warnings)
+}
+
+// header is the run's id and status, its design, its counts and its spend.
+func (v *RunView) header(tty bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Run %s (%s)\n", v.ID, statusText(v.Status))
+	if v.Error != "" {
+		fmt.Fprintf(&b, "  error: %s\n", v.Error)
+	}
+	var facts []string
+	for _, f := range [][2]string{{"condition", v.Condition}, {"skill updates", v.Policy}, {"preset", v.Preset},
+		{"lab", v.Lab}, {"agent", v.Agent}, {"matrix", v.MatrixID}} {
+		if f[1] != "" {
+			facts = append(facts, f[0]+" "+f[1])
+		}
+	}
+	facts = append(facts, fmt.Sprintf("seed %d", v.Seed))
+	fmt.Fprintf(&b, "  %s\n", strings.Join(facts, ", "))
+	fmt.Fprintf(&b, "  iterations %d/%d, tasks %d, trials %d (%d scored, %d env failures, %d unscored), mean reward %s\n",
+		v.IterationsDone, v.IterationsPlanned, len(v.Tasks), v.Trials, v.Scored, v.EnvFailures, v.Unscored, num(v.MeanReward))
+	cached := ""
+	if v.CachedInputTokens > 0 {
+		cached = " (" + tokens(v.CachedInputTokens, tty) + " input tokens cached)"
+	}
+	fmt.Fprintf(&b, "  spend %s tokens%s, %s\n", tokens(v.TotalTokens, tty), cached, usd(v.TotalCostUSD))
+	return b.String()
+}
+
+// trialSections are the tables of the trials: per iteration, held out, by
+// status, and the failed ones.
+func (v *RunView) trialSections(tty bool) []section {
+	var sections []section
+	it := newTable(tty, "iteration", "trials", "scored", "env failures", "mean reward", "skill updates", "tokens", "cost")
+	for _, s := range v.Iterations {
+		it.add(strconv.Itoa(s.Iteration), strconv.Itoa(s.Trials), strconv.Itoa(s.Scored), strconv.Itoa(s.EnvFailures),
+			num(s.MeanReward), strconv.Itoa(s.SkillUpdates), tokens(s.Tokens, tty), usd(s.CostUSD))
+	}
+	sections = append(sections, section{"Per iteration", it, "no metrics yet"})
+	if len(v.Evaluation) > 0 {
+		ev := newTable(tty, "skills after iteration", "trials", "scored", "env failures", "mean reward")
+		for _, s := range v.Evaluation {
+			ev.add(strconv.Itoa(s.Checkpoint), strconv.Itoa(s.Trials), strconv.Itoa(s.Scored), strconv.Itoa(s.EnvFailures), num(s.MeanReward))
+		}
+		sections = append(sections, section{"Held-out evaluation", ev, ""})
+	}
+
+	st := newTable(tty, "status", "trials")
+	for _, s := range slices.Sorted(maps.Keys(v.Statuses)) {
+		st.add(string(s), strconv.Itoa(v.Statuses[s]))
+	}
+	sections = append(sections, section{"Trials by status", st, "no trials yet"})
+
+	ft := newTable(tty, "iteration", "task", "status", "failed calls", "bad tool calls", "cause")
+	for _, f := range v.Failures {
+		cause := dash(f.Cause)
+		if tty {
+			cause = truncate(cause, 100)
+		}
+		ft.add(strconv.Itoa(f.Iteration), f.TaskID, string(f.Status), strconv.Itoa(f.ModelFailures), strconv.Itoa(f.MalformedToolCalls), cause)
+	}
+	return append(sections, section{"Failed trials", ft, "none"})
+}
+
+// evolutionSections are the tables of what the run changed and spent: the
+// committed skill updates, the rejected proposals, the spend by role.
+func (v *RunView) evolutionSections(tty bool) []section {
+	up := newTable(tty, "iteration", "role", "id", "flow", "rule", "old", "new")
+	for _, u := range v.SkillUpdates {
+		up.add(strconv.Itoa(u.Iteration), u.Role, u.ID, dash(u.Flow), dash(u.Rule), shortHash(u.OldHash), shortHash(u.NewHash))
+	}
+	rj := newTable(tty, "iteration", "type", "batch", "proposals", "reason")
+	for _, r := range v.Rejected {
+		reason := r.Reason
+		if tty {
+			reason = truncate(reason, 80)
+		}
+		rj.add(strconv.Itoa(r.Iteration), r.Type, r.BatchID, strconv.Itoa(r.Proposals), reason)
+	}
+	sp := newTable(tty, "role", "input tokens", "output tokens", "cost")
+	for _, s := range v.Spend {
+		sp.add(s.Role, tokens(s.InputTokens, tty), tokens(s.OutputTokens, tty), usd(s.CostUSD))
+	}
+	return []section{
+		{"Skill updates", up, "none committed"},
+		{"Rejected proposals", rj, "none"},
+		{"Spend by role", sp, "no spend recorded"},
+	}
 }
 
 // section is a titled table of the run view; empty is said instead of an

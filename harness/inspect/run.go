@@ -49,7 +49,7 @@ type RunView struct {
 	MeanReward *float64 `json:"mean_reward"`
 	// Statuses counts trials by trial status (scored, agent_timeout,
 	// agent_error, verifier_error, env_failure, budget_exhausted).
-	Statuses map[string]int `json:"statuses"`
+	Statuses map[rundir.TrialStatus]int `json:"statuses"`
 	// Failures are the trials that were not scored, or whose model or tool
 	// calls failed, with the cause each recorded, in iteration and task order.
 	Failures []TrialFailure `json:"failures"`
@@ -77,12 +77,12 @@ type RunView struct {
 // TrialFailure is one trial that failed, or was scored despite failed
 // model calls or malformed tool calls.
 type TrialFailure struct {
-	Iteration          int    `json:"iteration"`
-	TaskID             string `json:"task_id"`
-	Status             string `json:"status"`
-	Cause              string `json:"cause,omitempty"`
-	ModelFailures      int    `json:"model_failures"`
-	MalformedToolCalls int    `json:"malformed_tool_calls"`
+	Iteration          int                `json:"iteration"`
+	TaskID             string             `json:"task_id"`
+	Status             rundir.TrialStatus `json:"status"`
+	Cause              string             `json:"cause,omitempty"`
+	ModelFailures      int                `json:"model_failures"`
+	MalformedToolCalls int                `json:"malformed_tool_calls"`
 }
 
 // CheckpointStat is the held-out evaluation of the skills a run held after
@@ -103,11 +103,11 @@ type IterationStat struct {
 	EnvFailures int `json:"env_failures"`
 	// MeanReward is the mean over tasks of the iteration's scored rewards
 	// (each task's trials averaged first); null when none was scored.
-	MeanReward   *float64       `json:"mean_reward"`
-	Statuses     map[string]int `json:"statuses"`
-	SkillUpdates int            `json:"skill_updates"`
-	Tokens       int64          `json:"tokens"`
-	CostUSD      float64        `json:"cost_usd"`
+	MeanReward   *float64                   `json:"mean_reward"`
+	Statuses     map[rundir.TrialStatus]int `json:"statuses"`
+	SkillUpdates int                        `json:"skill_updates"`
+	Tokens       int64                      `json:"tokens"`
+	CostUSD      float64                    `json:"cost_usd"`
 }
 
 // SkillUpdate is one committed skill change on the run's timeline.
@@ -202,17 +202,17 @@ type (
 // iterAgg accumulates one iteration while the metrics stream by.
 type iterAgg struct {
 	trials, scored, env int
-	statuses            map[string]int
+	statuses            map[rundir.TrialStatus]int
 	perTask             map[string][]float64
 	updates             map[string]bool
 	tokens              int64
 	cost                float64
 }
 
-// Run reads one run directory: per-iteration rewards and statuses, the
-// skill-update timeline, rejected proposals, failures by status, and tokens
-// and cost by role.
-func Run(dir string) (*RunView, error) {
+// ReadRunView reads one run directory into its view: per-iteration rewards
+// and statuses, the skill-update timeline, rejected proposals, failures by
+// status, and tokens and cost by role.
+func ReadRunView(dir string) (*RunView, error) {
 	m, err := readManifest(dir)
 	if err != nil {
 		return nil, err
@@ -220,90 +220,137 @@ func Run(dir string) (*RunView, error) {
 	if m.Kind == rundir.KindMatrix {
 		return nil, fmt.Errorf("%s is a matrix: compare its rows with `harness inspect --compare %s`, list them with `harness inspect %s`, or view one row with `harness inspect %s`", dir, dir, dir, filepath.Join(dir, "<row>"))
 	}
-	v := &RunView{
-		ID: m.ID, Path: dir, Name: m.Name, MatrixID: m.MatrixID, Status: m.Status, Error: m.Error,
-		Condition: m.Condition, Policy: m.Policy, Preset: m.Preset, Lab: m.Lab, Agent: m.Agent,
-		Seed: m.Seed, Offline: m.Offline, StartedAt: m.StartedAt, UpdatedAt: m.UpdatedAt, FinishedAt: m.FinishedAt,
-		Tasks: m.Tasks, IterationsDone: m.CompletedIterations, IterationsPlanned: m.Iterations,
-		Statuses: map[string]int{}, Iterations: []IterationStat{}, SkillUpdates: []SkillUpdate{},
-		Rejected: []RejectedProposal{}, Warnings: []string{}, Failures: []TrialFailure{},
-		History: HistoryCounts{Entries: map[string]int{}},
-	}
-	if v.Tasks == nil {
-		v.Tasks = []string{}
-	}
-
+	v := newRunView(dir, m)
 	files, err := metricFiles(dir)
 	if err != nil {
 		return nil, err
 	}
 	v.Warnings = append(v.Warnings, missingParts(dir, m.CompletedIterations)...)
-	iters := map[int]*iterAgg{}
-	perTask := map[string][]float64{}
-	var spend [len(roles)]RoleSpend
-	metricUpdates := map[string]SkillUpdate{}
-	evals := map[int]*CheckpointStat{}
-	evalTasks := map[int]map[string][]float64{}
+	sc := newRunScan(v)
 	err = scanFiles(files, fullScan, func(batch []record) error {
 		for i := range batch {
-			c := &batch[i]
-			if rundir.Phase(c.Phase) == rundir.PhaseEval {
-				addEval(evals, evalTasks, c)
-				addSpend(&spend, c)
-				v.CachedInputTokens += c.CachedInputTokens
-				continue
-			}
-			it := iters[int(c.Iteration)]
-			if it == nil {
-				it = &iterAgg{statuses: map[string]int{}, perTask: map[string][]float64{}, updates: map[string]bool{}}
-				iters[int(c.Iteration)] = it
-			}
-			v.Trials++
-			it.trials++
-			v.Statuses[c.Status]++
-			it.statuses[c.Status]++
-			v.Offline = v.Offline || c.Offline
-			if r, ok := c.scoredReward(); ok {
-				v.Scored++
-				it.scored++
-				perTask[c.TaskID] = append(perTask[c.TaskID], r)
-				it.perTask[c.TaskID] = append(it.perTask[c.TaskID], r)
-			} else if c.EnvFailure {
-				v.EnvFailures++
-				it.env++
-			} else {
-				v.Unscored++
-			}
-			for _, u := range c.Updates {
-				it.updates[u.ProvenanceID] = true
-				if _, ok := metricUpdates[u.ProvenanceID]; !ok {
-					metricUpdates[u.ProvenanceID] = SkillUpdate{Iteration: int(c.Iteration), ID: u.ProvenanceID,
-						Role: u.Role, OldHash: u.OldHash, NewHash: u.NewHash, Source: "metrics"}
-				}
-			}
-			addSpend(&spend, c)
-			v.CachedInputTokens += c.CachedInputTokens
-			if c.Status != "scored" || c.Cause != "" || c.ModelFailures > 0 || c.MalformedToolCalls > 0 {
-				v.Failures = append(v.Failures, TrialFailure{Iteration: int(c.Iteration), TaskID: c.TaskID, Status: c.Status,
-					Cause: c.Cause, ModelFailures: int(c.ModelFailures), MalformedToolCalls: int(c.MalformedToolCalls)})
-			}
-			for r := range roles {
-				it.tokens += c.InputTokens[r] + c.OutputTokens[r]
-				it.cost += c.CostUSD[r]
-			}
+			sc.add(&batch[i])
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("inspect %s: %w", dir, err)
 	}
-	if err := addTableUpdates(dir, iters, metricUpdates); err != nil {
+	if err := addTableUpdates(dir, sc.iters, sc.updates); err != nil {
 		return nil, fmt.Errorf("inspect %s: %w", dir, err)
 	}
-	if len(perTask) > 0 {
-		v.MeanReward = float(stats.MacroMean(perTask))
+	sc.finish()
+	v.readUpdates(filepath.Join(dir, rundir.SkillUpdatesFile), sc.updates)
+	v.readRejected(filepath.Join(dir, rundir.RejectedFile))
+	v.readHistory(filepath.Join(dir, rundir.HistoryFile))
+	v.warnAbout(m)
+	return v, nil
+}
+
+// newRunView fills what the manifest says and leaves every list empty (not
+// null, for --json).
+func newRunView(dir string, m rundir.Manifest) *RunView {
+	v := &RunView{
+		ID: m.ID, Path: dir, Name: m.Name, MatrixID: m.MatrixID, Status: m.Status, Error: m.Error,
+		Condition: m.Condition, Policy: m.Policy, Preset: m.Preset, Lab: m.Lab, Agent: m.Agent,
+		Seed: m.Seed, Offline: m.Offline, StartedAt: m.StartedAt, UpdatedAt: m.UpdatedAt, FinishedAt: m.FinishedAt,
+		Tasks: m.Tasks, IterationsDone: m.CompletedIterations, IterationsPlanned: m.Iterations,
+		Statuses: map[rundir.TrialStatus]int{}, Iterations: []IterationStat{}, SkillUpdates: []SkillUpdate{},
+		Rejected: []RejectedProposal{}, Warnings: []string{}, Failures: []TrialFailure{},
+		History: HistoryCounts{Entries: map[string]int{}},
 	}
-	for n, it := range iters {
+	if v.Tasks == nil {
+		v.Tasks = []string{}
+	}
+	return v
+}
+
+// warnAbout adds the warnings the manifest calls for: offline results,
+// trials with warnings, forced resumes that changed the configuration.
+func (v *RunView) warnAbout(m rundir.Manifest) {
+	if v.Offline {
+		v.Warnings = append(v.Warnings, "offline results: this run used the offline model provider and tests the machinery, not the agents")
+	}
+	v.Warnings = append(v.Warnings, trialWarnings(m.TrialWarnings)...)
+	for _, f := range m.ForcedResumes {
+		v.Warnings = append(v.Warnings, fmt.Sprintf("the configuration changed at a forced resume: iterations from %d on ran under %s (earlier ones: %s)",
+			f.FromIteration, rundir.ConfigFile, f.KeptConfig))
+	}
+}
+
+// runScan accumulates one run's metric rows into its view as they stream
+// by; finish turns the sums into the view's numbers.
+type runScan struct {
+	v         *RunView
+	iters     map[int]*iterAgg
+	perTask   map[string][]float64
+	spend     [len(roles)]RoleSpend
+	updates   map[string]SkillUpdate // by provenance id, as the metric rows name them
+	evals     map[int]*CheckpointStat
+	evalTasks map[int]map[string][]float64
+}
+
+func newRunScan(v *RunView) *runScan {
+	return &runScan{v: v, iters: map[int]*iterAgg{}, perTask: map[string][]float64{}, updates: map[string]SkillUpdate{},
+		evals: map[int]*CheckpointStat{}, evalTasks: map[int]map[string][]float64{}}
+}
+
+// add counts one metric row: a held-out evaluation trial apart, a training
+// trial under its iteration.
+func (sc *runScan) add(c *record) {
+	addSpend(&sc.spend, c)
+	sc.v.CachedInputTokens += c.CachedInputTokens
+	if rundir.Phase(c.Phase) == rundir.PhaseEval {
+		addEval(sc.evals, sc.evalTasks, c)
+		return
+	}
+	v := sc.v
+	it := sc.iters[int(c.Iteration)]
+	if it == nil {
+		it = &iterAgg{statuses: map[rundir.TrialStatus]int{}, perTask: map[string][]float64{}, updates: map[string]bool{}}
+		sc.iters[int(c.Iteration)] = it
+	}
+	v.Trials++
+	it.trials++
+	v.Statuses[c.Status]++
+	it.statuses[c.Status]++
+	v.Offline = v.Offline || c.Offline
+	if r, ok := c.scoredReward(); ok {
+		v.Scored++
+		it.scored++
+		sc.perTask[c.TaskID] = append(sc.perTask[c.TaskID], r)
+		it.perTask[c.TaskID] = append(it.perTask[c.TaskID], r)
+	} else if c.EnvFailure {
+		v.EnvFailures++
+		it.env++
+	} else {
+		v.Unscored++
+	}
+	for _, u := range c.Updates {
+		it.updates[u.ProvenanceID] = true
+		if _, ok := sc.updates[u.ProvenanceID]; !ok {
+			sc.updates[u.ProvenanceID] = SkillUpdate{Iteration: int(c.Iteration), ID: u.ProvenanceID,
+				Role: u.Role, OldHash: u.OldHash, NewHash: u.NewHash, Source: "metrics"}
+		}
+	}
+	if c.Status != "scored" || c.Cause != "" || c.ModelFailures > 0 || c.MalformedToolCalls > 0 {
+		v.Failures = append(v.Failures, TrialFailure{Iteration: int(c.Iteration), TaskID: c.TaskID, Status: c.Status,
+			Cause: c.Cause, ModelFailures: int(c.ModelFailures), MalformedToolCalls: int(c.MalformedToolCalls)})
+	}
+	for r := range roles {
+		it.tokens += c.InputTokens[r] + c.OutputTokens[r]
+		it.cost += c.CostUSD[r]
+	}
+}
+
+// finish computes the means, sorts the iterations, failures and
+// checkpoints, and totals the spend by role.
+func (sc *runScan) finish() {
+	v := sc.v
+	if len(sc.perTask) > 0 {
+		v.MeanReward = float(stats.MacroMean(sc.perTask))
+	}
+	for n, it := range sc.iters {
 		st := IterationStat{Iteration: n, Trials: it.trials, Scored: it.scored, EnvFailures: it.env,
 			Statuses: it.statuses, SkillUpdates: len(it.updates), Tokens: it.tokens, CostUSD: it.cost}
 		if len(it.perTask) > 0 {
@@ -317,32 +364,19 @@ func Run(dir string) (*RunView, error) {
 		return a.Iteration < b.Iteration || a.Iteration == b.Iteration && a.TaskID < b.TaskID
 	})
 	v.Evaluation = []CheckpointStat{}
-	for cp, st := range evals {
-		if len(evalTasks[cp]) > 0 {
-			st.MeanReward = float(stats.MacroMean(evalTasks[cp]))
+	for cp, st := range sc.evals {
+		if len(sc.evalTasks[cp]) > 0 {
+			st.MeanReward = float(stats.MacroMean(sc.evalTasks[cp]))
 		}
 		v.Evaluation = append(v.Evaluation, *st)
 	}
 	sort.Slice(v.Evaluation, func(i, j int) bool { return v.Evaluation[i].Checkpoint < v.Evaluation[j].Checkpoint })
 	for r, role := range roles {
-		spend[r].Role = role
-		v.TotalTokens += spend[r].InputTokens + spend[r].OutputTokens
-		v.TotalCostUSD += spend[r].CostUSD
+		sc.spend[r].Role = role
+		v.TotalTokens += sc.spend[r].InputTokens + sc.spend[r].OutputTokens
+		v.TotalCostUSD += sc.spend[r].CostUSD
 	}
-	v.Spend = spend[:]
-
-	v.readUpdates(filepath.Join(dir, rundir.SkillUpdatesFile), metricUpdates)
-	v.readRejected(filepath.Join(dir, rundir.RejectedFile))
-	v.readHistory(filepath.Join(dir, rundir.HistoryFile))
-	if v.Offline {
-		v.Warnings = append(v.Warnings, "offline results: this run used the offline model provider and tests the machinery, not the agents")
-	}
-	v.Warnings = append(v.Warnings, trialWarnings(m.TrialWarnings)...)
-	for _, f := range m.ForcedResumes {
-		v.Warnings = append(v.Warnings, fmt.Sprintf("the configuration changed at a forced resume: iterations from %d on ran under %s (earlier ones: %s)",
-			f.FromIteration, rundir.ConfigFile, f.KeptConfig))
-	}
-	return v, nil
+	v.Spend = sc.spend[:]
 }
 
 // addTableUpdates counts the updates table's updates under the iterations

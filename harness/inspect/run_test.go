@@ -57,7 +57,7 @@ func runFixture(t *testing.T, root string) string {
 
 func TestRunView(t *testing.T) {
 	dir := runFixture(t, t.TempDir())
-	v, err := Run(dir)
+	v, err := ReadRunView(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestRunView(t *testing.T) {
 	}
 	// a: 1, 0 -> 0.5; b: 0.5 -> 0.5; macro 0.5
 	approx(t, "mean_reward", v.MeanReward, 0.5)
-	wantStatuses := map[string]int{"scored": 3, "env_failure": 1, "agent_error": 1}
+	wantStatuses := map[rundir.TrialStatus]int{"scored": 3, "env_failure": 1, "agent_error": 1}
 	if !reflect.DeepEqual(v.Statuses, wantStatuses) {
 		t.Errorf("statuses = %v, want %v", v.Statuses, wantStatuses)
 	}
@@ -132,7 +132,7 @@ func TestRunView(t *testing.T) {
 }
 
 func TestRunViewText(t *testing.T) {
-	v, err := Run(runFixture(t, t.TempDir()))
+	v, err := ReadRunView(runFixture(t, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestRunViewText(t *testing.T) {
 }
 
 func TestRunRefusesAMatrix(t *testing.T) {
-	_, err := Run(compareFixture(t))
+	_, err := ReadRunView(compareFixture(t))
 	if err == nil || !strings.Contains(err.Error(), "is a matrix") {
 		t.Errorf("err = %v, want one pointing to --compare", err)
 	}
@@ -180,8 +180,8 @@ func TestRunErrors(t *testing.T) {
 		{broken, "is not valid JSON"},
 	}
 	for _, tc := range tests {
-		if _, err := Run(tc.dir); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Run(%s): err = %v, want %q", tc.dir, err, tc.want)
+		if _, err := ReadRunView(tc.dir); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ReadRunView(%s): err = %v, want %q", tc.dir, err, tc.want)
 		}
 	}
 }
@@ -268,7 +268,7 @@ func TestRunViewListsTrialWarnings(t *testing.T) {
 		TrialWarnings: map[string]int{"x: storage_mb = 10 is not enforced": 2, "y: storage_mb = 10 is not enforced": 3},
 		ForcedResumes: []rundir.ForcedResume{{FromIteration: 2, KeptConfig: "config.before-20250301T130000Z.toml"}}})
 	writeMetrics(t, dir, rowsOf("r", "no_feedback", "no_feedback", "none", 7, scored(1, "x", 1), scored(2, "x", 0)))
-	v, err := Run(dir)
+	v, err := ReadRunView(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestEvaluationRowsStayOutOfTheTrainingView(t *testing.T) {
 	if err := rundir.WriteEvalPart(metrics, 1, eval); err != nil {
 		t.Fatal(err)
 	}
-	v, err := Run(run)
+	v, err := ReadRunView(run)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,8 @@ type record struct {
 	Seed                                       int64
 	Offline                                    bool
 	Iteration                                  int32
-	TaskID, Status                             string
+	TaskID                                     string
+	Status                                     rundir.TrialStatus
 	// Phase is the metric row's phase column (empty in parts written before
 	// it existed, which rundir reads as training); Checkpoint the
 	// checkpoint_iteration of an evaluation row.
@@ -63,17 +64,20 @@ type update struct {
 
 // scoredReward reports the trial's reward when it has a valid one.
 // Environment failures and interrupted trials never do, whatever a writer
-// put in the column: neither says anything about the agent.
+// put in the column: neither says anything about the agent. A trial the
+// agent itself broke (rundir.AgentFault) scores 0, as in the gate.
 func (r *record) scoredReward() (float64, bool) {
-	if r.EnvFailure || !r.HasReward || r.Status == statusInterrupted {
+	if r.EnvFailure || r.Status == rundir.TrialInterrupted {
+		return 0, false
+	}
+	if rundir.AgentFault(r.Status, r.Cause) {
+		return 0, true
+	}
+	if !r.HasReward {
 		return 0, false
 	}
 	return r.Reward, true
 }
-
-// statusInterrupted marks a trial stopped by the harness (a signal, a
-// budget) rather than finished by the agent.
-const statusInterrupted = "interrupted"
 
 // column is one scalar column a scan may decode.
 type column struct {
@@ -98,7 +102,10 @@ var (
 		strCol("skill_update_policy", func(r *record) *string { return &r.Policy }),
 		strCol("lab", func(r *record) *string { return &r.Lab }),
 		strCol("task_id", func(r *record) *string { return &r.TaskID }),
-		strCol("status", func(r *record) *string { return &r.Status }),
+		strCol("status", func(r *record) *string { return (*string)(&r.Status) }),
+		// The cause tells an agent's own error, which scores 0, from a
+		// model failure, which scores nothing (see scoredReward).
+		strCol("cause", func(r *record) *string { return &r.Cause }),
 		strCol("phase", func(r *record) *string { return &r.Phase }),
 		{[]string{"checkpoint_iteration"}, parquet.Int32, func(r *record, v parquet.Value, _ interner) { r.Checkpoint = v.Int32() }},
 		{[]string{"seed"}, parquet.Int64, func(r *record, v parquet.Value, _ interner) { r.Seed = v.Int64() }},
@@ -115,7 +122,6 @@ var (
 	// failureColumns say why a trial failed; parts written before they
 	// existed leave them empty.
 	failureColumns = []column{
-		strCol("cause", func(r *record) *string { return &r.Cause }),
 		{[]string{"model_failures"}, parquet.Int32, func(r *record, v parquet.Value, _ interner) { r.ModelFailures = v.Int32() }},
 		{[]string{"malformed_tool_calls"}, parquet.Int32, func(r *record, v parquet.Value, _ interner) { r.MalformedToolCalls = v.Int32() }},
 		{[]string{"cached_input_tokens"}, parquet.Int64, func(r *record, v parquet.Value, _ interner) { r.CachedInputTokens = v.Int64() }},

@@ -29,11 +29,11 @@ type TaskLine struct {
 // TaskCell is one task in one row: its trials, the mean of its scored
 // rewards (nil when none was scored) and its trials by status.
 type TaskCell struct {
-	Trials      int            `json:"trials"`
-	Scored      int            `json:"scored"`
-	EnvFailures int            `json:"env_failures"`
-	MeanReward  *float64       `json:"mean_reward"`
-	Statuses    map[string]int `json:"statuses"`
+	Trials      int                        `json:"trials"`
+	Scored      int                        `json:"scored"`
+	EnvFailures int                        `json:"env_failures"`
+	MeanReward  *float64                   `json:"mean_reward"`
+	Statuses    map[rundir.TrialStatus]int `json:"statuses"`
 	sum         float64
 }
 
@@ -71,7 +71,7 @@ func Tasks(dir string) (*TaskGrid, error) {
 			}
 			cell := cells[name][c.TaskID]
 			if cell == nil {
-				cell = &TaskCell{Statuses: map[string]int{}}
+				cell = &TaskCell{Statuses: map[rundir.TrialStatus]int{}}
 				cells[name][c.TaskID] = cell
 			}
 			cell.Trials++
@@ -110,7 +110,7 @@ func buildGrid(rows []*rowAgg, cells map[string]map[string]*TaskCell) *TaskGrid 
 		for i, a := range rows {
 			c := cells[a.name][task]
 			if c == nil {
-				line.Cells[i] = TaskCell{Statuses: map[string]int{}}
+				line.Cells[i] = TaskCell{Statuses: map[rundir.TrialStatus]int{}}
 				continue
 			}
 			if c.Scored > 0 {
@@ -124,8 +124,8 @@ func buildGrid(rows []*rowAgg, cells map[string]map[string]*TaskCell) *TaskGrid 
 }
 
 // Statuses lists every status that occurs in the grid, sorted.
-func (g *TaskGrid) Statuses() []string {
-	set := map[string]bool{}
+func (g *TaskGrid) Statuses() []rundir.TrialStatus {
+	set := map[rundir.TrialStatus]bool{}
 	for _, l := range g.Tasks {
 		for _, c := range l.Cells {
 			for s := range c.Statuses {
@@ -133,7 +133,7 @@ func (g *TaskGrid) Statuses() []string {
 			}
 		}
 	}
-	out := make([]string, 0, len(set))
+	out := make([]rundir.TrialStatus, 0, len(set))
 	for s := range set {
 		out = append(out, s)
 	}
@@ -163,16 +163,13 @@ func (g *TaskGrid) WriteText(w io.Writer, tty bool) error {
 func failureCounts(c TaskCell) string {
 	var parts []string
 	for _, s := range slices.Sorted(maps.Keys(c.Statuses)) {
-		if s == statusScored || c.Statuses[s] == 0 {
+		if s == rundir.TrialScored || c.Statuses[s] == 0 {
 			continue
 		}
-		parts = append(parts, s+" "+strconv.Itoa(c.Statuses[s]))
+		parts = append(parts, string(s)+" "+strconv.Itoa(c.Statuses[s]))
 	}
 	if len(parts) == 0 {
 		return "-"
 	}
 	return strings.Join(parts, ", ")
 }
-
-// statusScored is the status of a trial the verifier scored.
-const statusScored = "scored"

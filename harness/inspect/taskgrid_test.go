@@ -31,7 +31,7 @@ func TestTasksMatchesHandComputedFixture(t *testing.T) {
 		t.Errorf("static c = %+v, want 3 trials, 1 agent error", c)
 	}
 	approx(t, "no_feedback a mean", g.Tasks[0].Cells[1].MeanReward, 0.5)
-	if want := []string{"agent_error", "env_failure", "scored"}; !reflect.DeepEqual(g.Statuses(), want) {
+	if want := []rundir.TrialStatus{rundir.TrialAgentError, rundir.TrialEnvFailure, rundir.TrialScored}; !reflect.DeepEqual(g.Statuses(), want) {
 		t.Errorf("statuses = %v, want %v", g.Statuses(), want)
 	}
 }

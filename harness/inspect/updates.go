@@ -14,15 +14,21 @@ import (
 // rows, which the scans read.
 func tableUpdates(dir string) ([]rundir.UpdateRow, error) {
 	var files []string
-	for _, pattern := range []string{
-		filepath.Join(dir, rundir.MetricsDir, rundir.UpdatesDir, rundir.UpdatesPartPattern),
-		filepath.Join(dir, "*", rundir.MetricsDir, rundir.UpdatesDir, rundir.UpdatesPartPattern),
+	for _, metrics := range []string{
+		filepath.Join(dir, rundir.MetricsDir),
+		filepath.Join(dir, "*", rundir.MetricsDir),
 	} {
-		matches, err := filepath.Glob(pattern)
+		dirs, err := filepath.Glob(metrics)
 		if err != nil {
 			return nil, fmt.Errorf("list skill updates of %s: %w", dir, err)
 		}
-		files = append(files, matches...)
+		for _, d := range dirs {
+			matches, err := rundir.UpdatesParts(d)
+			if err != nil {
+				return nil, fmt.Errorf("list skill updates of %s: %w", dir, err)
+			}
+			files = append(files, matches...)
+		}
 	}
 	sort.Strings(files)
 	var out []rundir.UpdateRow

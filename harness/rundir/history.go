@@ -21,8 +21,9 @@ const (
 	AuthorHuman   = "human"
 )
 
-// Entry is one Planner or Mediator output in the history. Its delayed reward
-// arrives later, as a separate record that names the entry's id.
+// Entry is one Planner or Mediator output in the history. Its outcome
+// arrives later, as a separate record that names the entry's id; which
+// outcome an entry gets depends on its kind (see History).
 type Entry struct {
 	ID        string    `json:"id"`
 	Role      string    `json:"role"` // planner | mediator | human
@@ -36,26 +37,57 @@ type Entry struct {
 	TrialID   string    `json:"trial_id,omitempty"`   // the trial this entry came from or fed
 	Created   time.Time `json:"created"`
 
-	// Reward is the delayed reward, once attached.
+	// Reward is the entry's outcome, once attached: its own trial's reward
+	// for a plan, the next trial's for a report, and for a proposal what
+	// followed its batch's decision.
 	Reward *float64 `json:"reward,omitempty"`
+	// Source is what the entry was written from, when the Reflector should
+	// see it beside the entry: the prior context of a plan, the feedback
+	// of a proposal.
+	Source string `json:"source,omitempty"`
+	// Trial is the outcome of the entry's own trial (the one a plan
+	// guided, or a report or proposal is about); nil when none ran.
+	Trial *TrialOutcome `json:"trial,omitempty"`
 }
 
-// HistoryRecord is one line of history.jsonl: an entry, a reward attached
-// to an entry by id, or a drop of pending ids after an unusable trace.
+// TrialOutcome is the verifier's verdict on one trial.
+type TrialOutcome struct {
+	Status      string   `json:"status"`
+	Reward      *float64 `json:"reward,omitempty"`
+	TestsPassed int      `json:"tests_passed,omitempty"`
+	TestsFailed int      `json:"tests_failed,omitempty"`
+	TestsTotal  int      `json:"tests_total,omitempty"`
+}
+
+// HistoryRecord is one line of history.jsonl: an entry, a trial's reward
+// attached to entries by id, a drop of pending ids after an unusable trace,
+// ids made pending again (pend), or an outcome given to ids without a trial
+// (outcome: a rejected proposal's).
 type HistoryRecord struct {
-	Type      string   `json:"type"` // entry | reward | drop
-	Entry     *Entry   `json:"entry,omitempty"`
-	IDs       []string `json:"ids,omitempty"`
-	Reward    *float64 `json:"reward,omitempty"`
-	TaskID    string   `json:"task_id,omitempty"`
-	Iteration int      `json:"iteration,omitempty"`
-	TrialID   string   `json:"trial_id,omitempty"`
-	Status    string   `json:"status,omitempty"`
+	Type      string      `json:"type"` // entry | reward | drop | pend | outcome
+	Entry     *Entry      `json:"entry,omitempty"`
+	IDs       []string    `json:"ids,omitempty"`
+	Reward    *float64    `json:"reward,omitempty"`
+	TaskID    string      `json:"task_id,omitempty"`
+	Iteration int         `json:"iteration,omitempty"`
+	TrialID   string      `json:"trial_id,omitempty"`
+	Status    TrialStatus `json:"status,omitempty"`
 }
 
-// History keeps the entries of a run and their delayed rewards. Rewards are
-// attached by id from the next usable trace of the same task, so tasks that
-// run concurrently can never mix them up. It is safe for concurrent use.
+// History keeps the entries of a run and their outcomes, credited by the
+// kind of decision each entry is:
+//
+//   - a plan is pending from the moment it is added, before its own trial
+//     settles, so its outcome is the reward of the trial it planned;
+//   - a report is added after its trial, so its outcome is the reward of the
+//     task's next trial, the one whose plan it informed;
+//   - a proposal is not pending when added: the run makes it pending when
+//     its batch is adopted (Pend), so the next trial of its task, which runs
+//     with the adopted skill, settles it, or gives it the gate's verdict
+//     when the batch is rejected (Credit).
+//
+// Rewards are attached by id, so tasks that run concurrently can never mix
+// them up. It is safe for concurrent use.
 type History struct {
 	mu      sync.Mutex
 	log     *durable.Log
@@ -108,7 +140,7 @@ func (h *History) apply(rec HistoryRecord) error {
 		}
 		h.entries[e.ID] = &e
 		h.order = append(h.order, e.ID)
-		if e.Role != AuthorHuman {
+		if e.Role != AuthorHuman && e.Kind != EntryProposal {
 			h.pending[e.TaskID] = append(h.pending[e.TaskID], e.ID)
 		}
 	case "reward":
@@ -124,6 +156,18 @@ func (h *History) apply(rec HistoryRecord) error {
 		}
 	case "drop":
 		h.pending[rec.TaskID] = removeIDs(h.pending[rec.TaskID], rec.IDs)
+	case "pend":
+		h.pending[rec.TaskID] = append(removeIDs(h.pending[rec.TaskID], rec.IDs), rec.IDs...)
+	case "outcome":
+		if rec.Reward == nil {
+			return errors.New("outcome record without a reward")
+		}
+		for _, id := range rec.IDs {
+			if e, ok := h.entries[id]; ok {
+				r := *rec.Reward
+				e.Reward = &r
+			}
+		}
 	default:
 		return fmt.Errorf("unknown history record type %q", rec.Type)
 	}
@@ -175,7 +219,7 @@ func (h *History) Add(e Entry) error {
 // Settle hands the outcome of a task's trial to its pending entries: a usable
 // trace attaches its reward to each by id; an unusable one drops them, so they
 // are never tagged later with an unrelated reward. It returns the ids touched.
-func (h *History) Settle(taskID string, iteration int, trialID string, reward *float64, usable bool, status string) ([]string, error) {
+func (h *History) Settle(taskID string, iteration int, trialID string, reward *float64, usable bool, status TrialStatus) ([]string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ids := append([]string(nil), h.pending[taskID]...)
@@ -190,6 +234,38 @@ func (h *History) Settle(taskID string, iteration int, trialID string, reward *f
 		rec.Type = "drop"
 	}
 	return ids, h.write(rec)
+}
+
+// Pend makes entries of a task pending, so that the task's next usable
+// trial settles them: a proposal once its batch is adopted.
+func (h *History) Pend(taskID string, ids []string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, id := range ids {
+		if _, ok := h.entries[id]; !ok {
+			return fmt.Errorf("pend history entry %q: no such entry", id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return h.write(HistoryRecord{Type: "pend", IDs: ids, TaskID: taskID})
+}
+
+// Credit gives entries an outcome no trial produced: a rejected proposal's
+// is the gate's verdict. It leaves the task's trial rewards alone.
+func (h *History) Credit(ids []string, outcome float64) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, id := range ids {
+		if _, ok := h.entries[id]; !ok {
+			return fmt.Errorf("credit history entry %q: no such entry", id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return h.write(HistoryRecord{Type: "outcome", IDs: ids, Reward: &outcome})
 }
 
 // Entry returns a copy of the entry with the given id.
@@ -219,8 +295,8 @@ func (h *History) Entries(keep func(*Entry) bool) []Entry {
 
 // RewardsAfter returns the rewards the task's trials after iteration
 // received, in the order they were recorded. A trial leaves a reward record
-// only when it settled some pending entry of its task; the entries of the
-// trial before it (its plan, at least) normally are.
+// only when it settled some pending entry of its task; its own plan, at
+// least, is.
 func (h *History) RewardsAfter(taskID string, iteration int) []TaskReward {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -1,6 +1,7 @@
 package rundir
 
 import (
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -45,5 +46,86 @@ func TestHistoryRewardsAfter(t *testing.T) {
 	defer again.Close()
 	if got := again.RewardsAfter("a", 1); !reflect.DeepEqual(got, want) {
 		t.Errorf("after replay: %+v, want %+v", got, want)
+	}
+}
+
+// Each kind of entry is credited with its own outcome: a plan with the
+// trial it planned, a report with the next trial of its task, a proposal
+// with the first trial after its batch was adopted or, when it was
+// rejected, with the verdict. The credit survives a replay of the file.
+func TestHistoryCreditsEachKindOfDecision(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	h, err := OpenHistory(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	reward := func(r float64) *float64 { return &r }
+	// trial runs iteration it of task a the way the run does: its plan is
+	// added before its trial settles, its report and proposal after.
+	trial := func(it int, r float64) {
+		t.Helper()
+		must(h.Add(Entry{ID: fmt.Sprintf("plan%d", it), Role: "planner", Kind: EntryPlan, TaskID: "a", Iteration: it}))
+		_, err := h.Settle("a", it, fmt.Sprintf("i%d", it), reward(r), true, "scored")
+		must(err)
+		must(h.Add(Entry{ID: fmt.Sprintf("report%d", it), Role: "mediator", Kind: EntryReport, TaskID: "a", Iteration: it}))
+		must(h.Add(Entry{ID: fmt.Sprintf("proposal%d", it), Role: "planner", Kind: EntryProposal, TaskID: "a", Iteration: it}))
+	}
+	trial(1, 1)
+	trial(2, 0)
+	must(h.Pend("a", []string{"proposal1"})) // proposal1's batch is adopted
+	must(h.Credit([]string{"proposal2"}, 0.25))
+	trial(3, 0.5)
+	h.Close()
+	again, err := OpenHistory(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	want := map[string]*float64{
+		"plan1": reward(1), "plan2": reward(0), "plan3": reward(0.5),
+		"report1": reward(0), "report2": reward(0.5), "report3": nil,
+		"proposal1": reward(0.5), "proposal2": reward(0.25), "proposal3": nil,
+	}
+	for id, w := range want {
+		e, ok := again.Entry(id)
+		switch {
+		case !ok:
+			t.Errorf("entry %s is missing", id)
+		case (e.Reward == nil) != (w == nil) || (w != nil && *e.Reward != *w):
+			t.Errorf("entry %s credited with %v, want %v", id, show(e.Reward), show(w))
+		}
+	}
+	if got := again.Pending("a"); !reflect.DeepEqual(got, []string{"report3"}) {
+		t.Errorf("pending = %v, want only report3 (a proposal waits for its batch)", got)
+	}
+	if got := again.RewardsAfter("a", 0); len(got) != 3 {
+		t.Errorf("task a has %d trial rewards, want 3: an outcome given without a trial is not one", len(got))
+	}
+}
+
+func show(r *float64) string {
+	if r == nil {
+		return "nothing"
+	}
+	return fmt.Sprint(*r)
+}
+
+func TestHistoryRefusesToCreditUnknownEntries(t *testing.T) {
+	h, err := OpenHistory(filepath.Join(t.TempDir(), "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := h.Pend("a", []string{"nope"}); err == nil {
+		t.Error("Pend of an unknown entry succeeded")
+	}
+	if err := h.Credit([]string{"nope"}, 0); err == nil {
+		t.Error("Credit of an unknown entry succeeded")
 	}
 }

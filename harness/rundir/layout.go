@@ -117,24 +117,42 @@ func ParseMetricsPart(name string) (iteration int, ok bool) {
 }
 
 // UpdatesDir, inside MetricsDir, holds the updates table: one row per
-// committed skill update, in one file per iteration that committed any. It
-// is a folder of its own so a glob of MetricsDir/*.parquet reads metric
-// rows only.
+// committed skill update, in one file per iteration that committed any.
 const UpdatesDir = "updates"
 
-// UpdatesPartPattern matches the names UpdatesPartName gives.
-const UpdatesPartPattern = "updates-*" + MetricsPartExt
+// UpdatesPartExt ends the name of an updates part. It is not
+// MetricsPartExt, so that no glob of metric parts, however deep
+// (read_parquet('<matrix>/**/*.parquet')), mixes the updates table, whose
+// schema differs, into the metric rows; Parquet readers read a file of
+// any name.
+const UpdatesPartExt = ".pq"
 
-const updatesPartFormat = "updates-%05d" + MetricsPartExt
+// UpdatesPartPattern matches the names UpdatesPartName gives.
+const UpdatesPartPattern = "updates-*" + UpdatesPartExt
+
+// OldUpdatesPartPattern matches updates parts written before they had
+// their own extension; readers still read them.
+const OldUpdatesPartPattern = "updates-*" + MetricsPartExt
+
+const (
+	updatesPartFormat    = "updates-%05d" + UpdatesPartExt
+	oldUpdatesPartFormat = "updates-%05d" + MetricsPartExt
+)
 
 // UpdatesPartName is the file, in MetricsDir/UpdatesDir, holding the skill
 // updates committed in one iteration.
 func UpdatesPartName(iteration int) string { return fmt.Sprintf(updatesPartFormat, iteration) }
 
-// ParseUpdatesPart reads the iteration back from an updates part's name.
+// ParseUpdatesPart reads the iteration back from an updates part's name
+// (either extension).
 func ParseUpdatesPart(name string) (iteration int, ok bool) {
-	_, err := fmt.Sscanf(name, updatesPartFormat, &iteration)
-	return iteration, err == nil
+	for _, format := range []string{updatesPartFormat, oldUpdatesPartFormat} {
+		var it int
+		if n, err := fmt.Sscanf(name, format, &it); err == nil && n == 1 && fmt.Sprintf(format, it) == name {
+			return it, true
+		}
+	}
+	return 0, false
 }
 
 // RunID is the run id of a run's metric rows, unique across matrices: the

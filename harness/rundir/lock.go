@@ -3,6 +3,7 @@ package rundir
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/mediated-coevo/harness/internal/dirlock"
 )
@@ -45,4 +46,15 @@ func (d *Dir) Unlock() error {
 	err := d.lock.Release()
 	d.lock = nil
 	return err
+}
+
+// Held reports whether a live process holds the lock of the run or matrix
+// directory at path, without taking it. A directory never locked (no lock
+// file) is not held.
+func Held(path string) (bool, error) {
+	_, held, err := dirlock.Probe(filepath.Join(path, LockFile))
+	if err != nil {
+		return false, fmt.Errorf("ask whether a process works in %s: %w", path, err)
+	}
+	return held, nil
 }

@@ -9,6 +9,9 @@ package rundir
 
 import (
 	"bytes"
+	"cmp"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,7 +67,7 @@ type Manifest struct {
 	// machinery, never evidence.
 	Offline bool `json:"offline"`
 	// Counts are trial counts by trace status (scored, env_failure, ...).
-	Counts map[string]int `json:"counts,omitempty"`
+	Counts map[TrialStatus]int `json:"counts,omitempty"`
 	// TrialWarnings count trials by trace warning ("task: message"): task
 	// settings their sandbox could not honour, such as a disk limit.
 	TrialWarnings map[string]int `json:"trial_warnings,omitempty"`
@@ -72,6 +75,11 @@ type Manifest struct {
 	HarnessVersion    string `json:"harness_version"`
 	GitCommit         string `json:"git_commit"`
 	ConfigFingerprint string `json:"config_fingerprint,omitempty"`
+	// Origin is where the directory was made, or last resumed: "host:path"
+	// with the path absolute. A resume that finds the directory elsewhere
+	// tells a copy (the original is still there, with the same id) from a
+	// move.
+	Origin string `json:"origin,omitempty"`
 	// ForcedResumes records each --force resume that changed the
 	// configuration: from which iteration on the new one applied.
 	ForcedResumes []ForcedResume `json:"forced_resumes,omitempty"`
@@ -134,9 +142,15 @@ type Spec struct {
 	Manifest Manifest
 	// DirName, when set, is the exact directory name (a matrix row uses its
 	// row name); an existing directory of that name is an error. Empty
-	// means <UTC timestamp>-<seed>-<label>, or ...-<name>-matrix for a
-	// matrix, with a numeric suffix if that already exists.
+	// means <UTC timestamp>-<seed>-<label>-<nonce>, or ...-<nonce>-matrix
+	// for a matrix, with a numeric suffix if that already exists. The
+	// nonce (six random hex digits) keeps the id, which labels the run's
+	// containers, apart from a run started in the same second elsewhere
+	// (another --out, another machine on the same engine).
 	DirName string
+	// Rand is where the nonce's random bits come from; nil means
+	// crypto/rand.
+	Rand io.Reader
 	// Config is written as config.toml, with Meta as its [run] table.
 	// Meta.Version and Meta.GitCommit default to this build's.
 	Config *config.Config
@@ -179,45 +193,10 @@ func Create(base string, spec Spec) (*Dir, error) {
 		now = time.Now()
 	}
 	now = now.UTC().Truncate(time.Second)
-
-	var candidates func(i int) string
-	if spec.DirName != "" {
-		if err := CheckLabel(spec.DirName); err != nil {
-			return nil, fmt.Errorf("create run directory: %w", err)
-		}
-		candidates = func(i int) string {
-			if i > 0 {
-				return ""
-			}
-			return spec.DirName
-		}
-	} else {
-		label := m.Name
-		if m.Kind == KindRun {
-			label = m.Preset
-			if label == "" {
-				label = m.Condition
-			}
-		}
-		if label == "" {
-			return nil, fmt.Errorf("create %s directory: no condition, preset or name to name it after", m.Kind)
-		}
-		if err := CheckLabel(label); err != nil {
-			return nil, fmt.Errorf("create run directory: %w", err)
-		}
-		stem := fmt.Sprintf("%s-%d-%s", now.Format(DirTimeFormat), m.Seed, label)
-		candidates = func(i int) string {
-			name := stem
-			if i > 0 {
-				name += fmt.Sprintf("-%d", i+1)
-			}
-			if m.Kind == KindMatrix {
-				name += "-matrix"
-			}
-			return name
-		}
+	candidates, err := dirNames(m, spec.DirName, spec.Rand, now)
+	if err != nil {
+		return nil, err
 	}
-
 	meta := withBuildInfo(spec.Meta)
 	meta.Offline = meta.Offline || m.Offline
 	// Render config.toml before touching the disk: a configuration that
@@ -226,27 +205,9 @@ func Create(base string, spec Spec) (*Dir, error) {
 	if err := config.WriteResolved(&cfgText, spec.Config, meta); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
-
-	if err := os.MkdirAll(base, 0o755); err != nil {
-		return nil, fmt.Errorf("create output directory %s: %w", base, err)
-	}
-	var path, name string
-	for i := 0; ; i++ {
-		name = candidates(i)
-		if name == "" {
-			return nil, fmt.Errorf("create run directory: %s already exists (resume it with --resume, or choose another --out)", filepath.Join(base, spec.DirName))
-		}
-		if i >= 1000 {
-			return nil, fmt.Errorf("create run directory in %s: too many directories named %s already", base, candidates(0))
-		}
-		path = filepath.Join(base, name)
-		err := os.Mkdir(path, 0o755)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("create run directory %s: %w", path, err)
-		}
+	path, name, err := makeDir(base, spec.DirName, candidates)
+	if err != nil {
+		return nil, err
 	}
 
 	m.ID = name
@@ -257,6 +218,7 @@ func Create(base string, spec Spec) (*Dir, error) {
 	m.HarnessVersion = meta.Version
 	m.GitCommit = meta.GitCommit
 	m.ConfigFingerprint = config.Fingerprint(spec.Config)
+	m.Origin = originOf(path)
 	d := &Dir{Path: path, ID: name, manifest: m, secrets: secretValues(spec.Config)}
 	if spec.Hold {
 		if err := d.Lock(); err != nil {
@@ -271,6 +233,86 @@ func Create(base string, spec Spec) (*Dir, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// dirNames returns the names a new directory may take, in order of
+// preference: candidates(i) is the i-th choice, "" when there is none left.
+// An exact name (dirName) has one choice; otherwise the name is
+// <UTC timestamp>-<seed>-<label>-<nonce>, numbered from the second choice on.
+func dirNames(m Manifest, dirName string, random io.Reader, now time.Time) (candidates func(i int) string, err error) {
+	if dirName != "" {
+		if err := CheckLabel(dirName); err != nil {
+			return nil, fmt.Errorf("create run directory: %w", err)
+		}
+		return func(i int) string {
+			if i > 0 {
+				return ""
+			}
+			return dirName
+		}, nil
+	}
+	label := m.Name
+	if m.Kind == KindRun {
+		label = cmp.Or(m.Preset, m.Condition)
+	}
+	if label == "" {
+		return nil, fmt.Errorf("create %s directory: no condition, preset or name to name it after", m.Kind)
+	}
+	if err := CheckLabel(label); err != nil {
+		return nil, fmt.Errorf("create run directory: %w", err)
+	}
+	nonce, err := newNonce(random)
+	if err != nil {
+		return nil, fmt.Errorf("create %s directory: %w", m.Kind, err)
+	}
+	stem := fmt.Sprintf("%s-%d-%s-%s", now.Format(DirTimeFormat), m.Seed, label, nonce)
+	return func(i int) string {
+		name := stem
+		if i > 0 {
+			name += fmt.Sprintf("-%d", i+1)
+		}
+		if m.Kind == KindMatrix {
+			name += "-matrix"
+		}
+		return name
+	}, nil
+}
+
+// makeDir creates the first of the candidate names under base that does
+// not exist yet and returns its path and name.
+func makeDir(base, dirName string, candidates func(i int) string) (path, name string, err error) {
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return "", "", fmt.Errorf("create output directory %s: %w", base, err)
+	}
+	for i := 0; ; i++ {
+		name = candidates(i)
+		if name == "" {
+			return "", "", fmt.Errorf("create run directory: %s already exists (resume it with --resume, or choose another --out)", filepath.Join(base, dirName))
+		}
+		if i >= 1000 {
+			return "", "", fmt.Errorf("create run directory in %s: too many directories named %s already", base, candidates(0))
+		}
+		path = filepath.Join(base, name)
+		err := os.Mkdir(path, 0o755)
+		if err == nil {
+			return path, name, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", "", fmt.Errorf("create run directory %s: %w", path, err)
+		}
+	}
+}
+
+// newNonce is six hex digits from r (crypto/rand when nil).
+func newNonce(r io.Reader) (string, error) {
+	if r == nil {
+		r = rand.Reader
+	}
+	var b [3]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return "", fmt.Errorf("draw the random part of its name: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
 }
 
 func (d *Dir) populate(kind Kind, cfgText []byte) error {

@@ -23,6 +23,11 @@ func rundirTestConfig(t *testing.T) *config.Config {
 
 var rundirStart = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
+// zeros is a Spec.Rand that always draws zeros, so names are predictable.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
 func rundirTestSpec(cfg *config.Config) Spec {
 	return Spec{
 		Manifest: Manifest{Kind: KindRun, Condition: "learned_mediator", Policy: "all", Lab: "default",
@@ -30,6 +35,7 @@ func rundirTestSpec(cfg *config.Config) Spec {
 		Config: cfg,
 		Meta:   config.RunMeta{Args: []string{"run", "--tasks=a,b"}},
 		Now:    rundirStart,
+		Rand:   zeros{},
 	}
 }
 
@@ -40,7 +46,7 @@ func TestCreateLayoutAndFiles(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	wantName := "20260102T030405Z-42-learned_mediator"
+	wantName := "20260102T030405Z-42-learned_mediator-000000"
 	if d.ID != wantName || d.Path != filepath.Join(base, wantName) {
 		t.Errorf("directory = %s (id %s), want %s", d.Path, d.ID, wantName)
 	}
@@ -87,7 +93,7 @@ func TestCreateNames(t *testing.T) {
 
 	preset := rundirTestSpec(cfg)
 	preset.Manifest.Preset = "full_coevolution"
-	matrix := Spec{Manifest: Manifest{Kind: KindMatrix, Name: "baseline", Seed: 7}, Config: cfg, Now: rundirStart}
+	matrix := Spec{Manifest: Manifest{Kind: KindMatrix, Name: "baseline", Seed: 7}, Config: cfg, Now: rundirStart, Rand: zeros{}}
 
 	tests := []struct {
 		name string
@@ -95,10 +101,10 @@ func TestCreateNames(t *testing.T) {
 		want []string // successive creations with the same start time
 	}{
 		{"run named after its condition, then collision suffixes", rundirTestSpec(cfg),
-			[]string{"20260102T030405Z-42-learned_mediator", "20260102T030405Z-42-learned_mediator-2", "20260102T030405Z-42-learned_mediator-3"}},
-		{"run named after its preset", preset, []string{"20260102T030405Z-42-full_coevolution"}},
+			[]string{"20260102T030405Z-42-learned_mediator-000000", "20260102T030405Z-42-learned_mediator-000000-2", "20260102T030405Z-42-learned_mediator-000000-3"}},
+		{"run named after its preset", preset, []string{"20260102T030405Z-42-full_coevolution-000000"}},
 		{"matrix keeps its -matrix suffix last", matrix,
-			[]string{"20260102T030405Z-7-baseline-matrix", "20260102T030405Z-7-baseline-2-matrix"}},
+			[]string{"20260102T030405Z-7-baseline-000000-matrix", "20260102T030405Z-7-baseline-000000-2-matrix"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -112,6 +118,31 @@ func TestCreateNames(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Two runs of one seed and condition started in the same second get
+// different ids, even in two --out directories: the id labels their
+// containers on a shared engine.
+func TestCreateIDsDifferAcrossOutputDirectories(t *testing.T) {
+	cfg := rundirTestConfig(t)
+	spec := rundirTestSpec(cfg)
+	spec.Rand = nil
+	a, err := Create(t.TempDir(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Create(t.TempDir(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ID == b.ID {
+		t.Fatalf("two runs started in the same second share the id %s", a.ID)
+	}
+	for _, d := range []*Dir{a, b} {
+		if !strings.HasPrefix(d.ID, "20260102T030405Z-42-learned_mediator-") {
+			t.Errorf("id %s does not start with the time, seed and condition", d.ID)
+		}
 	}
 }
 
@@ -219,7 +250,7 @@ func TestManifestRoundTrip(t *testing.T) {
 	err = d.UpdateManifest(func(m *Manifest) {
 		m.CompletedIterations = 3
 		m.Status = StatusCompleted
-		m.Counts = map[string]int{"scored": 5, "env_failure": 1}
+		m.Counts = map[TrialStatus]int{"scored": 5, "env_failure": 1}
 		m.MarkFinished()
 	})
 	if err != nil {

@@ -46,7 +46,7 @@ type State[Book, Proposal, Ledger any] struct {
 	// RecentRejections are short summaries shown to the Planner when it proposes.
 	RecentRejections []string `json:"recent_rejections"`
 	// Counts are the trials of completed iterations by status.
-	Counts map[string]int `json:"counts"`
+	Counts map[TrialStatus]int `json:"counts"`
 	// Warnings count the trials of completed iterations by trace warning
 	// ("task: message"): task settings their sandbox could not honour.
 	Warnings  map[string]int `json:"warnings,omitempty"`
@@ -101,7 +101,7 @@ func LoadState[B, P, L any](dir string) (*State[B, P, L], error) {
 		st.NotesSeen = map[string]int{}
 	}
 	if st.Counts == nil {
-		st.Counts = map[string]int{}
+		st.Counts = map[TrialStatus]int{}
 	}
 	if st.Warnings == nil {
 		st.Warnings = map[string]int{}

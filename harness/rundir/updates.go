@@ -32,12 +32,38 @@ func UpdatesPath(metricsDir string, iteration int) string {
 	return filepath.Join(metricsDir, UpdatesDir, UpdatesPartName(iteration))
 }
 
+// UpdatesParts lists the updates parts in a run's metrics folder, those
+// written under the old extension included, sorted by name.
+func UpdatesParts(metricsDir string) ([]string, error) {
+	return globAll(filepath.Join(metricsDir, UpdatesDir), UpdatesPartPattern, OldUpdatesPartPattern)
+}
+
+// globAll is the sorted union of the matches of patterns in dir.
+func globAll(dir string, patterns ...string) ([]string, error) {
+	var out []string
+	for _, p := range patterns {
+		m, err := filepath.Glob(filepath.Join(dir, p))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m...)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 // WriteUpdatesPart records the skill updates committed in one iteration,
 // atomically, in metricsDir (a run's metrics folder). An iteration that
 // committed none has no part: one an earlier attempt of the iteration left
 // is removed, so a redone iteration never keeps updates it did not commit.
 func WriteUpdatesPart(metricsDir string, iteration int, rows []UpdateRow) error {
 	path := UpdatesPath(metricsDir, iteration)
+	// A part of this iteration under the old extension (a resumed old run
+	// redoing it) would repeat or contradict the new one.
+	old := filepath.Join(metricsDir, UpdatesDir, fmt.Sprintf(oldUpdatesPartFormat, iteration))
+	if err := os.Remove(old); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove stale updates part: %w", err)
+	}
 	if len(rows) == 0 {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove stale updates part: %w", err)
@@ -56,7 +82,7 @@ func WriteUpdatesPart(metricsDir string, iteration int, rows []UpdateRow) error 
 // (a resumed old run may hold both).
 func ReadSkillUpdates(runDir string) ([]UpdateRow, error) {
 	metrics := filepath.Join(runDir, MetricsDir)
-	tableFiles, err := filepath.Glob(filepath.Join(metrics, UpdatesDir, UpdatesPartPattern))
+	tableFiles, err := UpdatesParts(metrics)
 	if err != nil {
 		return nil, fmt.Errorf("list updates of %s: %w", runDir, err)
 	}

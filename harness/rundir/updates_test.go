@@ -1,9 +1,12 @@
 package rundir
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -118,5 +121,49 @@ func TestSkillUpdatesAreReadOnceFromTheTableAndOldParts(t *testing.T) {
 	rows, err := ReadMetrics(dir)
 	if err != nil || len(rows) != 3 {
 		t.Errorf("ReadMetrics: %d rows, %v; want the 3 metric rows, not the updates table", len(rows), err)
+	}
+}
+
+// No glob of metric parts, however deep, reaches the updates table, whose
+// schema differs; a part under the old extension is still read, and a
+// redone iteration replaces it rather than keeping both.
+func TestUpdatesTableIsOutOfTheMetricGlob(t *testing.T) {
+	dir := t.TempDir()
+	metrics := filepath.Join(dir, "row", MetricsDir)
+	u := UpdateRow{RunID: "m/row", Row: "row", Iteration: 2, Role: "planner", ProvenanceID: "planner/reflection-i0002", OldHash: "a", NewHash: "b"}
+	if err := WriteMetricsPart(metrics, 2, []MetricRow{{RunID: "m/row", Row: "row", Iteration: 2, TaskID: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteUpdatesPart(metrics, 2, []UpdateRow{u}); err != nil {
+		t.Fatal(err)
+	}
+	var parquet []string
+	filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && strings.HasSuffix(p, ".parquet") {
+			parquet = append(parquet, p)
+		}
+		return nil
+	})
+	if len(parquet) != 1 || filepath.Base(parquet[0]) != MetricsPartName(2) {
+		t.Errorf("files a **/*.parquet glob reads: %v, want only the metric part", parquet)
+	}
+
+	// A directory written before: its part ends in .parquet.
+	old := filepath.Join(metrics, UpdatesDir, "updates-00001.parquet")
+	if err := writeParquet(old, []UpdateRow{{RunID: "m/row", Row: "row", Iteration: 1, Role: "executor", ProvenanceID: "executor/b001"}}); err != nil {
+		t.Fatal(err)
+	}
+	if it, ok := ParseUpdatesPart("updates-00001.parquet"); !ok || it != 1 {
+		t.Errorf("ParseUpdatesPart of an old part = %d, %v", it, ok)
+	}
+	got, err := ReadSkillUpdates(filepath.Join(dir, "row"))
+	if err != nil || len(got) != 2 {
+		t.Fatalf("ReadSkillUpdates = %+v, %v; want the old part's update and the new one", got, err)
+	}
+	if err := WriteUpdatesPart(metrics, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(old); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a redone iteration 1 kept its old part (%v)", err)
 	}
 }

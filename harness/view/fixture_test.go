@@ -142,8 +142,8 @@ func writeFixture(t testing.TB, root string) string {
 }
 
 // counts are a fixture row's trials by status, as its run.json keeps them.
-func counts(row string) map[string]int {
-	out := map[string]int{}
+func counts(row string) map[rundir.TrialStatus]int {
+	out := map[rundir.TrialStatus]int{}
 	for _, task := range fixtureRewards[row] {
 		for _, r := range task {
 			switch r {

@@ -103,7 +103,7 @@ func summarize(t target) (listed, error) {
 		l.Offline = l.Offline || rm.Offline
 		for status, n := range rm.Counts {
 			l.Trials += n
-			if status == "env_failure" {
+			if status == rundir.TrialEnvFailure {
 				l.EnvFailures += n
 			}
 		}

@@ -131,7 +131,7 @@ func (s *Server) tasks(w http.ResponseWriter, r *http.Request) error {
 		Data: struct {
 			T        target
 			G        *inspect.TaskGrid
-			Statuses []string
+			Statuses []rundir.TrialStatus
 		}{t, g, g.Statuses()}})
 	return nil
 }

@@ -10,44 +10,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/mediated-coevo/harness/harness/rundir"
 )
-
-// traceFile is the part of a trial's trace.json the trial page shows.
-type traceFile struct {
-	TrialID        string             `json:"trial_id"`
-	Agent          string             `json:"agent"`
-	Image          string             `json:"image"`
-	Status         string             `json:"status"`
-	Reward         *float64           `json:"reward"`
-	Rewards        map[string]float64 `json:"rewards"`
-	Tests          testsFile          `json:"tests"`
-	AgentOutput    string             `json:"agent_output"`
-	VerifierOutput string             `json:"verifier_output"`
-	Errors         []string           `json:"errors"`
-	Warnings       []string           `json:"warnings"`
-	Timings        struct {
-		Build    time.Duration `json:"build_ns"`
-		Setup    time.Duration `json:"setup_ns"`
-		Agent    time.Duration `json:"agent_ns"`
-		Verifier time.Duration `json:"verifier_ns"`
-		Total    time.Duration `json:"total_ns"`
-	} `json:"timings"`
-	StartedAt  time.Time `json:"started_at"`
-	FinishedAt time.Time `json:"finished_at"`
-}
-
-type testsFile struct {
-	Passed, Failed, Skipped, Total int
-	Results                        []struct {
-		Name     string  `json:"name"`
-		Status   string  `json:"status"`
-		Duration float64 `json:"duration_ms"`
-		Message  string  `json:"message"`
-	} `json:"results"`
-}
 
 // reportFile is a Mediator report (artifacts/reports/<task>/<NNNN>.json).
 type reportFile struct {
@@ -67,7 +32,7 @@ type trialData struct {
 	Row         *rundir.MetricRow
 	Tokens      int64
 	Cost        float64
-	Trace       *traceFile
+	Trace       *rundir.Trace
 	Report      *reportFile
 	Plan        *rundir.Entry
 	Instruction string
@@ -101,11 +66,11 @@ func (s *Server) trial(w http.ResponseWriter, r *http.Request) error {
 // readTrial reads one trial's files; only the trace is required, the rest
 // is shown when the run kept it.
 func readTrial(t target, task string, it int) (*trialData, error) {
-	d := &trialData{T: t, Task: task, Iteration: it, TrialID: fmt.Sprintf("i%04d-%s", it, task)}
-	var tr traceFile
+	d := &trialData{T: t, Task: task, Iteration: it, TrialID: rundir.TrialID(it, task)}
+	var tr rundir.Trace
 	found, err := readJSON(filepath.Join(t.Path, rundir.TracePath(task, it)), &tr)
 	if err == nil && !found {
-		found, err = readJSON(filepath.Join(t.Path, rundir.JobDir(task, it), "trace.json"), &tr)
+		found, err = readJSON(filepath.Join(t.Path, rundir.JobDir(task, it), rundir.TraceFile), &tr)
 	}
 	if err != nil {
 		return nil, err
@@ -132,7 +97,7 @@ func readTrial(t target, task string, it int) (*trialData, error) {
 	if err != nil {
 		d.Warnings = append(d.Warnings, err.Error())
 	}
-	if err := d.readTranscript(filepath.Join(t.Path, rundir.JobDir(task, it), "agent", "transcript.jsonl")); err != nil {
+	if err := d.readTranscript(filepath.Join(t.Path, rundir.JobDir(task, it), rundir.TranscriptFile)); err != nil {
 		d.Warnings = append(d.Warnings, err.Error())
 	}
 	return d, nil

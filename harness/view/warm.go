@@ -38,7 +38,7 @@ func (s *Server) series(dir string) ([]inspect.RowSeries, error) {
 }
 
 func (s *Server) runView(dir string) (*inspect.RunView, error) {
-	v, err := s.cache.get("run", dir, func() (any, error) { return inspect.Run(dir) })
+	v, err := s.cache.get("run", dir, func() (any, error) { return inspect.ReadRunView(dir) })
 	if err != nil {
 		return nil, err
 	}

@@ -77,6 +77,12 @@ func Acquire(path string, self Holder) (*Lock, error) {
 		return nil, fmt.Errorf("open lock file: %w", err)
 	}
 	held, err := tryLock(f)
+	// A reader's Probe holds the lock shared for an instant: a writer that
+	// meets it tries again before taking the lock for held.
+	for i := 0; held && err == nil && i < probeRetries; i++ {
+		time.Sleep(probeRetryWait)
+		held, err = tryLock(f)
+	}
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("lock %s: %w", path, err)
@@ -92,6 +98,40 @@ func Acquire(path string, self Holder) (*Lock, error) {
 		return nil, fmt.Errorf("record the holder in %s: %w", path, err)
 	}
 	return l, nil
+}
+
+// How often and how far apart Acquire tries again when the lock is held,
+// to outlast a Probe: a real holder keeps it far longer.
+const (
+	probeRetries   = 3
+	probeRetryWait = 20 * time.Millisecond
+)
+
+// Probe reports, without taking it, whether a live process holds the lock
+// at path, and what the file records about the holder (or the last one).
+// It never creates the file: no file means no holder. Readers use it to
+// tell a directory whose writer died (kill -9, a full disk) from one still
+// being written, which its recorded status alone cannot.
+func Probe(path string) (Holder, bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return Holder{}, false, nil
+		}
+		return Holder{}, false, fmt.Errorf("open lock file: %w", err)
+	}
+	defer f.Close()
+	held, err := tryShared(f)
+	if err != nil {
+		return Holder{}, false, fmt.Errorf("probe %s: %w", path, err)
+	}
+	h := readHolder(f)
+	if !held {
+		if err := unlock(f); err != nil {
+			return h, false, fmt.Errorf("probe %s: %w", path, err)
+		}
+	}
+	return h, held, nil
 }
 
 func (l *Lock) record(h Holder) error {

@@ -112,3 +112,47 @@ func TestReleaseOfNilIsANoOp(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestProbeTellsALiveHolderFromADeadOne(t *testing.T) {
+	dir := t.TempDir()
+	if _, held, err := Probe(filepath.Join(dir, "missing")); err != nil || held {
+		t.Fatalf("Probe of a missing file = held %v, %v; want not held", held, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing")); err == nil {
+		t.Error("Probe created the lock file")
+	}
+
+	path := filepath.Join(dir, "lock")
+	cmd := startHolder(t, path)
+	h, held, err := Probe(path)
+	if err != nil || !held || h.PID != cmd.Process.Pid {
+		t.Fatalf("Probe while pid %d holds it = %+v, held %v, %v", cmd.Process.Pid, h, held, err)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	h, held, err = Probe(path)
+	if err != nil || held {
+		t.Fatalf("Probe after the holder was killed = held %v, %v; want not held", held, err)
+	}
+	if h.PID != cmd.Process.Pid {
+		t.Errorf("Probe names %+v, want the last holder %d", h, cmd.Process.Pid)
+	}
+	// A probe leaves the lock free for a writer.
+	l, err := Acquire(path, Self())
+	if err != nil {
+		t.Fatalf("Acquire after a probe: %v", err)
+	}
+	l.Release()
+}
+
+func TestProbeInTheHoldingProcessSeesItsLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lock")
+	l, err := Acquire(path, Self())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if _, held, err := Probe(path); err != nil || !held {
+		t.Fatalf("Probe of a lock this process holds = held %v, %v; want held", held, err)
+	}
+}

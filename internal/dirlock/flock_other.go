@@ -12,4 +12,8 @@ func tryLock(*os.File) (bool, error) {
 	return false, errors.New("directory locks need a Unix system")
 }
 
+func tryShared(*os.File) (bool, error) {
+	return false, errors.New("directory locks need a Unix system")
+}
+
 func unlock(*os.File) error { return nil }

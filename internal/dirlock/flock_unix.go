@@ -10,9 +10,15 @@ import (
 
 // tryLock takes an exclusive flock without waiting; held is true when
 // someone else has it.
-func tryLock(f *os.File) (held bool, err error) {
+func tryLock(f *os.File) (held bool, err error) { return flock(f, syscall.LOCK_EX) }
+
+// tryShared takes a shared flock without waiting: it is refused only while
+// someone holds the exclusive lock.
+func tryShared(f *os.File) (held bool, err error) { return flock(f, syscall.LOCK_SH) }
+
+func flock(f *os.File, how int) (held bool, err error) {
 	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		err = syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
 		if !errors.Is(err, syscall.EINTR) {
 			break
 		}

@@ -27,22 +27,23 @@ func Allowed() map[string][]string {
 		"internal/tartree":      {},
 		"internal/layout":       {},
 		"skills":                {"conditions", "internal/durable"},
-		"benchmarks":            {"config", "conditions", "executor/compose", "skills"},
-		"executor/compose":      {},
+		"benchmarks":            {"config", "benchmarks/compose", "skills"},
+		"benchmarks/compose":    {},
 		"llm/prompt":            {},
-		"llm":                   {"config", "conditions", "llm/prompt"},
+		"llm":                   {"config"},
+		"llm/openaiapi":         {"config", "llm"},
 		"llm/llmtest":           {"llm"},
-		"executor":              {"internal/tartree", "benchmarks", "conditions", "config", "internal/durable", "llm", "skills"},
-		"executor/docker":       {"executor", "executor/compose", "internal/tartree", "benchmarks", "conditions", "config", "internal/durable"},
+		"executor":              {"internal/tartree", "benchmarks", "config", "harness/rundir", "internal/durable"},
+		"executor/docker":       {"executor", "benchmarks/compose", "internal/tartree", "benchmarks", "config"},
 		"executor/atif":         {"internal/durable", "llm"},
-		"executor/lab":          {"executor", "executor/atif", "benchmarks", "conditions", "config", "internal/durable", "llm", "llm/prompt", "skills"},
-		"mediator":              {"executor", "conditions", "config", "llm", "llm/prompt", "skills"},
+		"executor/lab":          {"executor", "executor/atif", "conditions", "config", "harness/rundir", "internal/durable", "llm", "llm/prompt", "skills"},
+		"mediator":              {"executor", "conditions", "llm", "llm/prompt", "skills"},
 		"harness/gate":          {},
 		"harness/gate/simtable": {"harness/gate"},
 		"harness/stats":         {},
 		"harness/rundir":        {"conditions", "config", "internal/dirlock", "internal/durable"},
-		"harness/inspect":       {"conditions", "harness/rundir", "harness/stats", "internal/durable"},
-		"harness/report":        {"conditions", "harness/inspect", "harness/rundir", "harness/stats", "internal/durable"},
+		"harness/inspect":       {"harness/rundir", "harness/stats", "internal/durable"},
+		"harness/report":        {"harness/inspect", "harness/rundir", "harness/stats", "internal/durable"},
 		"harness/view":          {"conditions", "harness/inspect", "harness/rundir"},
 		"harness/launch":        {"config", "harness/rundir", "internal/durable"},
 		"internal/slurmtest":    {},
@@ -56,20 +57,34 @@ func Allowed() map[string][]string {
 }
 
 // Isolated lists packages whose whole dependency tree must stay free of
-// some outside modules: the readers and the on-disk format build without a
-// container engine or a model client, and the trial contract knows no engine.
+// some packages: outside modules by their full path, the module's own
+// relative to Module. The readers and the on-disk format build without a
+// container engine or a model client; only the composition root (and
+// llm/openaiapi, the provider it chooses) carries the model SDK; and the
+// trial contract knows neither an engine nor the model transport.
 func Isolated() map[string][]string {
+	const engine, modelSDK = "github.com/docker/docker", "github.com/openai/openai-go"
+	neither := []string{engine, modelSDK}
 	return map[string][]string{
-		"harness/rundir":   {"github.com/docker/docker", "github.com/openai/openai-go"},
-		"harness/inspect":  {"github.com/docker/docker", "github.com/openai/openai-go"},
-		"harness/report":   {"github.com/docker/docker", "github.com/openai/openai-go"},
-		"harness/view":     {"github.com/docker/docker", "github.com/openai/openai-go"},
-		"executor":         {"github.com/docker/docker"},
-		"executor/compose": {"github.com/docker/docker"},
-		"llm":              {"github.com/docker/docker"},
-		"mediator":         {"github.com/docker/docker"},
-		"conditions":       {"github.com/docker/docker", "github.com/openai/openai-go"},
-		"config":           {"github.com/docker/docker", "github.com/openai/openai-go"},
+		"harness/rundir":     neither,
+		"harness/inspect":    neither,
+		"harness/report":     neither,
+		"harness/view":       neither,
+		"harness/launch":     {modelSDK},
+		"harness":            {modelSDK},
+		"cmd/harness/cli":    {modelSDK},
+		"executor":           {engine, modelSDK, "llm"},
+		"benchmarks/compose": neither,
+		"executor/docker":    {modelSDK},
+		"executor/lab":       {modelSDK},
+		"executor/atif":      {modelSDK},
+		"mediator":           neither,
+		"llm":                neither,
+		"llm/llmtest":        {modelSDK},
+		"benchmarks":         {modelSDK},
+		"skills":             neither,
+		"conditions":         neither,
+		"config":             neither,
 	}
 }
 

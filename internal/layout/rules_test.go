@@ -32,7 +32,7 @@ func TestCheck(t *testing.T) {
 		"executor":        {},
 		"cmd/harness":     {"*"},
 	}
-	isolated := map[string][]string{"harness/inspect": {"github.com/docker/docker"}}
+	isolated := map[string][]string{"harness/inspect": {"github.com/docker/docker"}, "executor": {"llm"}}
 	tests := []struct {
 		name string
 		pkg  Package
@@ -51,6 +51,10 @@ func TestCheck(t *testing.T) {
 		{"forbidden: a reader that pulls in the engine client", Package{Path: "harness/inspect", Imports: []string{"harness/rundir"},
 			Deps: []string{"harness/rundir", "github.com/docker/docker/client"}},
 			[]string{"harness/inspect depends on github.com/docker/docker (through its imports), which it must not"}},
+		{"forbidden: the trial contract that pulls in the model transport", Package{Path: "executor",
+			Deps: []string{"config", "llm", "github.com/openai/openai-go/v3"}},
+			[]string{"executor depends on llm (through its imports), which it must not"}},
+		{"allowed: a package whose name only starts like a banned one", Package{Path: "executor", Deps: []string{"llmx"}}, nil},
 		{"forbidden: a package nobody placed", Package{Path: "helpers", Imports: nil},
 			[]string{"helpers is not in the import rules: decide which packages it may import and add it"}},
 	}
@@ -67,7 +71,7 @@ func TestCheck(t *testing.T) {
 // TestModuleKeepsTheRules checks the module as it is against Allowed and
 // Isolated.
 func TestModuleKeepsTheRules(t *testing.T) {
-	pkgs := listModule(t)
+	pkgs := graph(listModule(t))
 	if len(pkgs) < 10 {
 		t.Fatalf("go list found only %d packages; is the test running inside the module?", len(pkgs))
 	}
@@ -87,13 +91,21 @@ func TestModuleKeepsTheRules(t *testing.T) {
 	}
 }
 
+// listed is one package of the module as go list reports it: its place
+// in the import graph and its source files (tests excluded).
+type listed struct {
+	Package
+	Dir   string
+	Files []string
+}
+
 // listModule runs go list over the whole module (tests excluded: test
 // files may import whatever helps them) and returns paths relative to
 // Module.
-func listModule(t *testing.T) []Package {
+func listModule(t *testing.T) []listed {
 	t.Helper()
 	root := moduleRoot(t)
-	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", "./...")
+	cmd := exec.Command("go", "list", "-json=ImportPath,Dir,GoFiles,CgoFiles,IgnoredGoFiles,Imports,Deps", "./...")
 	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -101,22 +113,43 @@ func listModule(t *testing.T) []Package {
 	if err != nil {
 		t.Fatalf("go list ./...: %v\n%s", err, stderr.String())
 	}
-	var pkgs []Package
+	var pkgs []listed
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for {
 		var raw struct {
-			ImportPath string
-			Imports    []string
-			Deps       []string
+			ImportPath                        string
+			Dir                               string
+			GoFiles, CgoFiles, IgnoredGoFiles []string
+			Imports                           []string
+			Deps                              []string
 		}
 		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
 			t.Fatalf("decode go list output: %v", err)
 		}
-		pkgs = append(pkgs, Package{Path: rel(raw.ImportPath), Imports: mapRel(raw.Imports), Deps: mapRel(raw.Deps)})
+		var files []string
+		for _, f := range slices.Concat(raw.GoFiles, raw.CgoFiles, raw.IgnoredGoFiles) {
+			if strings.HasSuffix(f, ".go") && !strings.HasSuffix(f, "_test.go") {
+				files = append(files, f)
+			}
+		}
+		pkgs = append(pkgs, listed{
+			Package: Package{Path: rel(raw.ImportPath), Imports: mapRel(raw.Imports), Deps: mapRel(raw.Deps)},
+			Dir:     raw.Dir,
+			Files:   files,
+		})
 	}
 	return pkgs
+}
+
+// graph returns the import graph of the listed packages.
+func graph(pkgs []listed) []Package {
+	out := make([]Package, len(pkgs))
+	for i, p := range pkgs {
+		out[i] = p.Package
+	}
+	return out
 }
 
 func rel(path string) string {
@@ -160,47 +193,72 @@ func TestModelTransportKnowsNoRole(t *testing.T) {
 	}
 }
 
-// TestOrchestratorFunctionsStayShort keeps the orchestrator and the task
-// loader readable: a function over maxLines is split along its steps.
-func TestOrchestratorFunctionsStayShort(t *testing.T) {
-	const maxLines = 80
+// TestFunctionsStayShort keeps every function of the module outside tests
+// readable: one over MaxFuncLines is split along its steps, unless
+// LongExempt names it as a table of data.
+func TestFunctionsStayShort(t *testing.T) {
 	root := moduleRoot(t)
-	for _, dir := range []string{"harness", "benchmarks"} {
-		files, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
-		if err != nil {
-			t.Fatal(err)
+	var funcs []Func
+	for _, p := range listModule(t) {
+		for _, name := range p.Files {
+			funcs = append(funcs, functionsOf(t, root, p.Path, filepath.Join(p.Dir, name))...)
 		}
-		for _, path := range files {
-			if strings.HasSuffix(path, "_test.go") {
-				continue
-			}
-			for _, f := range longFunctions(t, path, maxLines) {
-				r, _ := filepath.Rel(root, path)
-				t.Errorf("%s: %s", r, f)
-			}
-		}
+	}
+	if len(funcs) < 100 {
+		t.Fatalf("found only %d functions; is the test running inside the module?", len(funcs))
+	}
+	for _, problem := range CheckLengths(funcs, MaxFuncLines, LongExempt()) {
+		t.Error(problem)
 	}
 }
 
-func longFunctions(t *testing.T, path string, maxLines int) []string {
+// functionsOf parses one file of package pkg and returns its functions with
+// their lengths, named as LongExempt names them.
+func functionsOf(t *testing.T, root, pkg, path string) []Func {
 	t.Helper()
 	fset := token.NewFileSet()
-	file, err := parser.ParseFile(fset, path, nil, 0)
+	file, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 	if err != nil {
 		t.Fatalf("parse %s: %v", path, err)
 	}
-	var out []string
+	r, _ := filepath.Rel(root, path)
+	var out []Func
 	for _, decl := range file.Decls {
 		fn, ok := decl.(*ast.FuncDecl)
 		if !ok || fn.Body == nil {
 			continue
 		}
-		n := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1
-		if n > maxLines {
-			out = append(out, fmt.Sprintf("func %s is %d lines (at most %d)", fn.Name.Name, n, maxLines))
+		name := pkg + "." + fn.Name.Name
+		if recv := receiverType(fn); recv != "" {
+			name = pkg + "." + recv + "." + fn.Name.Name
 		}
+		start := fset.Position(fn.Pos()).Line
+		out = append(out, Func{Name: name, Pos: fmt.Sprintf("%s:%d", r, start), Lines: fset.Position(fn.End()).Line - start + 1})
 	}
 	return out
+}
+
+// receiverType returns the name of a method's receiver type without its
+// pointer or type parameters, and "" for a plain function.
+func receiverType(fn *ast.FuncDecl) string {
+	if fn.Recv == nil || len(fn.Recv.List) == 0 {
+		return ""
+	}
+	typ := fn.Recv.List[0].Type
+	for {
+		switch x := typ.(type) {
+		case *ast.StarExpr:
+			typ = x.X
+		case *ast.IndexExpr:
+			typ = x.X
+		case *ast.IndexListExpr:
+			typ = x.X
+		case *ast.Ident:
+			return x.Name
+		default:
+			return fmt.Sprintf("%T", x)
+		}
+	}
 }
 
 func moduleRoot(t *testing.T) string {

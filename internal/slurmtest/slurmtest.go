@@ -143,6 +143,8 @@ func freePorts(t *testing.T, n int) []int {
 }
 
 // daemon starts one daemon in its own process group, its output in log/.
+// It dies with the test process, so a test that times out leaves no
+// daemon behind.
 func (c *Cluster) daemon(t *testing.T, name, bin string, args ...string) *exec.Cmd {
 	t.Helper()
 	out, err := os.Create(filepath.Join(c.Dir, "log", name+".out"))
@@ -153,6 +155,7 @@ func (c *Cluster) daemon(t *testing.T, name, bin string, args ...string) *exec.C
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.Conf)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(cmd.SysProcAttr)
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", bin, err)
 	}

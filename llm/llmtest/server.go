@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -23,7 +24,7 @@ import (
 )
 
 // Reply is one scripted answer. Build it with the helpers (Text, ToolCalls,
-// JSON, Status, RateLimited, ServerError, Slow, Malformed).
+// JSON, Status, RateLimited, ServerError, Slow, Malformed, ConnectionReset).
 type Reply struct {
 	// Status is the HTTP status; zero means 200.
 	Status int
@@ -39,6 +40,10 @@ type Reply struct {
 	// body, then waits this long (or until the client gives up) before the
 	// rest: a reply that stalls mid-body.
 	BodyStall time.Duration
+	// Reset, when set, answers nothing: the server reads the whole request,
+	// then resets the connection (a TCP RST), as a proxy or an endpoint that
+	// crashes mid-call does.
+	Reset bool
 
 	Content   string
 	ToolCalls []llm.ToolCall
@@ -102,6 +107,10 @@ func Stalled(d time.Duration, r Reply) Reply { r.BodyStall = d; return r }
 
 // Malformed is a 200 whose body is not valid JSON.
 func Malformed() Reply { return Reply{Raw: `{"id":"chatcmpl-x","choices":[{"message":`} }
+
+// ConnectionReset is no answer at all: the connection is reset after the
+// server has read the whole request.
+func ConnectionReset() Reply { return Reply{Reset: true} }
 
 // WithUsage sets the reported token counts.
 func (r Reply) WithUsage(prompt, completion int64) Reply {
@@ -323,29 +332,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	s.mu.Lock()
-	n := len(s.requests) + 1
-	s.requests = append(s.requests, req)
-	cached := s.cachedTokens(req.Chat)
-	var reply Reply
-	var ok bool
-	switch {
-	case len(s.replies) > 0:
-		reply, s.replies, ok = s.replies[0], s.replies[1:], true
-	case s.handler != nil:
-		h := s.handler
-		s.mu.Unlock()
-		reply, ok = h(req), true
-		s.mu.Lock()
-	}
-	s.mu.Unlock()
-	if reply.CachedTokens == 0 {
-		reply.CachedTokens = cached
-	}
-
+	n, reply, ok := s.next(req)
 	if !ok {
 		s.t.Errorf("llmtest: request %d has no scripted reply", n)
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("llmtest: no scripted reply for request %d", n))
+		return
+	}
+	if reply.Reset {
+		s.reset(w)
 		return
 	}
 	if reply.Delay > 0 {
@@ -388,6 +382,43 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(orDefault(reply.Status, http.StatusOK))
 		json.NewEncoder(w).Encode(completion(n, req.Chat, reply))
 	}
+}
+
+// next records req and returns its number and reply: the next scripted
+// one, else the handler's; ok is false when there is neither.
+func (s *Server) next(req Request) (n int, reply Reply, ok bool) {
+	s.mu.Lock()
+	n = len(s.requests) + 1
+	s.requests = append(s.requests, req)
+	cached := s.cachedTokens(req.Chat)
+	switch {
+	case len(s.replies) > 0:
+		reply, s.replies, ok = s.replies[0], s.replies[1:], true
+	case s.handler != nil:
+		h := s.handler
+		s.mu.Unlock()
+		reply, ok = h(req), true
+		s.mu.Lock()
+	}
+	s.mu.Unlock()
+	if reply.CachedTokens == 0 {
+		reply.CachedTokens = cached
+	}
+	return n, reply, ok
+}
+
+// reset drops the connection under w with a TCP RST instead of an answer.
+func (s *Server) reset(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		s.t.Errorf("llmtest: take over the connection to reset it: %v", err)
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		// No linger: closing sends RST rather than an orderly FIN.
+		tc.SetLinger(0)
+	}
+	conn.Close()
 }
 
 func orDefault(v, def int) int {

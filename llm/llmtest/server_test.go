@@ -68,6 +68,23 @@ func TestServerScriptsAndRecords(t *testing.T) {
 	}
 }
 
+// A reset reply leaves the client with a connection error, no answer, and
+// the server with the whole request.
+func TestServerResetsAfterReadingTheRequest(t *testing.T) {
+	s := NewServer(t)
+	s.Push(ConnectionReset())
+	body := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("x", 64<<10) + `"}]}`
+	resp, err := http.Post(s.URL()+"/chat/completions", "application/json", strings.NewReader(body))
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("got HTTP %d, want the connection reset", resp.StatusCode)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 1 || string(reqs[0].Raw) != body {
+		t.Errorf("server recorded %d requests, want the one whole request", len(reqs))
+	}
+}
+
 func TestMalformedIsNotJSON(t *testing.T) {
 	if json.Valid([]byte(Malformed().Raw)) {
 		t.Error("Malformed() body is valid JSON")

@@ -72,9 +72,12 @@ func writeRun(dir, row string, seed int64, index, tasks, iterations int) error {
 	rng := rand.New(rand.NewPCG(uint64(seed), uint64(index)))
 	batch := make([]rundir.MetricRow, tasks)
 	for it := 1; it <= iterations; it++ {
-		var updates []rundir.SkillUpdate
+		// Every fifth iteration commits one skill update, recorded once in
+		// the updates table as the harness records it.
+		var updates []rundir.UpdateRow
 		if it%5 == 0 {
-			updates = []rundir.SkillUpdate{{Role: "executor", ProvenanceID: fmt.Sprintf("executor/b-%04d", it), OldHash: "old", NewHash: "new"}}
+			updates = []rundir.UpdateRow{{RunID: row, Row: row, Seed: seed, Iteration: int32(it), Role: "executor",
+				ProvenanceID: fmt.Sprintf("executor/b-%04d", it), OldHash: "old", NewHash: "new"}}
 		}
 		for t := range batch {
 			r := rundir.MetricRow{
@@ -83,7 +86,7 @@ func writeRun(dir, row string, seed int64, index, tasks, iterations int) error {
 				Status: "scored", PlannerInputTokens: 1200, PlannerOutputTokens: 300, PlannerCostUSD: 0.01,
 				ExecutorInputTokens: 20000, ExecutorOutputTokens: 2000, ExecutorCostUSD: 0.05,
 				MediatorInputTokens: 3000, MediatorOutputTokens: 500, MediatorCostUSD: 0.004,
-				ExecutorSkillHash: "e", PlannerSkillHash: "p", MediatorSkillHash: "m", SkillUpdates: updates,
+				ExecutorSkillHash: "e", PlannerSkillHash: "p", MediatorSkillHash: "m",
 			}
 			if rng.IntN(50) == 0 {
 				r.Status, r.EnvFailure = "env_failure", true
@@ -100,6 +103,9 @@ func writeRun(dir, row string, seed int64, index, tasks, iterations int) error {
 		}
 		if err := rundir.WriteMetricsPart(mdir, it, batch); err != nil {
 			return fmt.Errorf("write %s iteration %d: %w", dir, it, err)
+		}
+		if err := rundir.WriteUpdatesPart(mdir, it, updates); err != nil {
+			return fmt.Errorf("write %s updates of iteration %d: %w", dir, it, err)
 		}
 	}
 	return nil

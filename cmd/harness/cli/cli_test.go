@@ -573,3 +573,28 @@ func TestDryRunRefusesMissingAPIKeys(t *testing.T) {
 		}
 	}
 }
+
+// A shared_notes row without notes is warned of: under WARNINGS in the dry
+// run, and on stderr when the run starts.
+func TestSharedNotesWithoutNotesIsWarned(t *testing.T) {
+	const warning = "[experiment] shared_notes is empty"
+	r := runCLI(t, nil, "run", "--tasks", "csv-parser", "--condition", "shared_notes", "--skill-updates", "none",
+		"--offline", "--dry-run", "--out", t.TempDir())
+	if r.code != 0 {
+		t.Fatalf("dry run: exit %d: %s", r.code, r.errOut)
+	}
+	if !strings.Contains(r.out, "WARNINGS:") || !strings.Contains(r.out, warning) {
+		t.Errorf("the dry run does not warn of the empty notes:\n%s", r.out)
+	}
+	f := testFactory()
+	var started bool
+	f.Execute = func(context.Context, *Execution) error { started = true; return nil }
+	r = runCLI(t, f, "run", "--tasks", "csv-parser", "--condition", "shared_notes", "--skill-updates", "none",
+		"--offline", "--out", t.TempDir())
+	if r.code != 0 || !started {
+		t.Fatalf("run: exit %d, started %v: %s", r.code, started, r.errOut)
+	}
+	if !strings.Contains(r.errOut, "warning: row shared_notes uses condition shared_notes") || !strings.Contains(r.errOut, warning) {
+		t.Errorf("the run does not warn of the empty notes on stderr: %q", r.errOut)
+	}
+}

@@ -62,7 +62,7 @@ func TestRunAgainstAnOpenAICompatibleEndpoint(t *testing.T) {
 		}
 	}
 
-	runs, _ := filepath.Glob(filepath.Join(out, "*-static_mediator"))
+	runs, _ := filepath.Glob(filepath.Join(out, "*-static_mediator-*"))
 	if len(runs) != 1 {
 		t.Fatalf("run directories under %s: %v", out, runs)
 	}

@@ -38,7 +38,7 @@ func executePlan(ctx context.Context, f *Factory, x *Execution) (err error) {
 			return UsageError(err)
 		}
 	}
-	prog := newProgress(redact.Writer(x.IO.ErrOut), x.Plan, isTerminal(x.IO.ErrOut), x.Verbose)
+	prog := newProgress(redact.Writer(x.IO.ErrOut), x.Plan, isTerminal(x.IO.ErrOut), x.Verbose, f.Now)
 	stop := prog.start(ctx, f.Getenv)
 	out, err := runPlan(ctx, f, x, prog)
 	stop()
@@ -164,6 +164,7 @@ type progress struct {
 	verbose bool
 	planned int
 	rows    int
+	now     func() time.Time
 
 	mu        sync.Mutex
 	began     time.Time
@@ -197,9 +198,11 @@ func (p *progress) warnings() map[string]int {
 	return maps.Clone(p.warned)
 }
 
-func newProgress(w io.Writer, p *harness.Plan, tty, verbose bool) *progress {
+// newProgress starts counting for plan p; now is the clock its elapsed
+// time and estimate are read from.
+func newProgress(w io.Writer, p *harness.Plan, tty, verbose bool, now func() time.Time) *progress {
 	return &progress{w: w, tty: tty, verbose: verbose, planned: p.Trials, evalPlanned: p.EvaluationTrials, validationPlanned: p.ValidationTrials, rows: len(p.Rows),
-		statuses: map[string]int{}, iteration: map[string]int{}, warned: map[string]int{}, began: time.Now()}
+		statuses: map[string]int{}, iteration: map[string]int{}, warned: map[string]int{}, now: now, began: now()}
 }
 
 func (p *progress) started(dir string) {
@@ -212,12 +215,16 @@ func (p *progress) started(dir string) {
 func (p *progress) event(e harness.Event) {
 	p.mu.Lock()
 	p.spend, p.tokens, p.retries = e.Spend.CostUSD, e.Spend.Tokens(), e.Spend.Retries
-	var lines []string
+	// warnings are cut to the terminal's width: the summary repeats them
+	// whole.
+	var lines, warnings []string
 	switch e.Kind {
 	case harness.EventTrialStart:
 		p.inFlight++
 	case harness.EventLeftoversRemoved:
 		lines = append(lines, e.Message)
+	case harness.EventRowHeld:
+		lines = append(lines, "row "+e.Row+": "+e.Message)
 	case harness.EventTrialEnd:
 		p.inFlight = max(0, p.inFlight-1)
 	case harness.EventTrialDone:
@@ -237,7 +244,7 @@ func (p *progress) event(e harness.Event) {
 			// Each distinct warning shows once, whatever task raised it;
 			// the summary counts the trials that had it.
 			if p.warned[w]++; p.warned[w] == 1 {
-				lines = append(lines, "warning: task "+e.Task+": "+w+" (shown once; the summary counts its trials)")
+				warnings = append(warnings, "warning: task "+e.Task+": "+w+" (shown once; the summary counts its trials)")
 			}
 		}
 	case harness.EventValidationTrialDone:
@@ -261,6 +268,14 @@ func (p *progress) event(e harness.Event) {
 	for _, line := range lines {
 		p.logf("%s", line)
 	}
+	for _, line := range warnings {
+		p.logFitted(line, func(s string, width int) string {
+			if width <= 0 {
+				return s
+			}
+			return cut(s, width-1)
+		})
+	}
 	if p.tty {
 		p.redraw()
 	}
@@ -269,13 +284,13 @@ func (p *progress) event(e harness.Event) {
 func (p *progress) status() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	elapsed := time.Since(p.began).Truncate(time.Second)
+	elapsed := p.now().Sub(p.began).Truncate(time.Second)
 	// The ETA counts every trial still to come, held-out evaluation
 	// included, at the pace of all trials so far.
 	eta := "?"
 	done, planned := p.done+p.evaluation+p.validation, p.planned+p.evalPlanned+max(p.validation, p.validationPlanned)
 	if done > 0 && planned > done {
-		rem := time.Duration(float64(time.Since(p.began)) / float64(done) * float64(planned-done))
+		rem := time.Duration(float64(p.now().Sub(p.began)) / float64(done) * float64(planned-done))
 		eta = rem.Truncate(time.Second).String()
 	} else if planned > 0 && done >= planned {
 		eta = "0s"
@@ -305,6 +320,10 @@ func (p *progress) status() string {
 		p.rowsDone, p.rows, trials, strings.Join(st, ", "), itText, p.tokens, p.retries, p.spend, elapsed, eta)
 }
 
+// statusText is the status line as printed: without the parts that are
+// empty (no trial done yet, no iteration started).
+func (p *progress) statusText() string { return dropEmptyParts(p.status()) }
+
 func (p *progress) redraw() {
 	s := p.status()
 	p.mu.Lock()
@@ -313,7 +332,7 @@ func (p *progress) redraw() {
 	if width == 0 {
 		width = terminalWidth(p.w, p.getenv) // asked each time: the window may be resized
 	}
-	s = fitStatus(s, width)
+	s = dropEmptyParts(fitStatus(s, width))
 	pad := ""
 	if n := p.lastLen - utf8.RuneCountInString(s); n > 0 {
 		pad = strings.Repeat(" ", n)
@@ -324,13 +343,27 @@ func (p *progress) redraw() {
 
 // logf writes a log line; on a terminal it first clears the status line.
 func (p *progress) logf(format string, args ...any) {
+	p.logFitted(fmt.Sprintf(format, args...), nil)
+}
+
+// logFitted writes a log line; on a terminal it first clears the status
+// line, and fit (when not nil) shortens the line to the terminal's width,
+// so the terminal does not wrap it.
+func (p *progress) logFitted(line string, fit func(s string, width int) string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.tty && fit != nil {
+		width := p.width
+		if width == 0 {
+			width = terminalWidth(p.w, p.getenv)
+		}
+		line = fit(line, width)
+	}
 	if p.tty && p.lastLen > 0 {
 		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", p.lastLen))
 		p.lastLen = 0
 	}
-	fmt.Fprintf(p.w, format+"\n", args...)
+	fmt.Fprintln(p.w, line)
 }
 
 // start begins the periodic output and the SIGUSR1 snapshot; the returned
@@ -369,12 +402,12 @@ func (p *progress) start(ctx context.Context, getenv func(string) string) func()
 			case <-ctx.Done():
 				return
 			case <-usr1:
-				p.logf("status: %s", p.status())
+				p.logf("status: %s", p.statusText())
 			case <-tick:
 				if p.tty {
 					p.redraw()
 				} else {
-					p.logf("progress: %s", p.status())
+					p.logf("progress: %s", p.statusText())
 				}
 			}
 		}
@@ -384,7 +417,8 @@ func (p *progress) start(ctx context.Context, getenv func(string) string) func()
 		close(done)
 		wg.Wait()
 		if p.tty {
-			p.logf("%s", p.status())
+			// The last line stays on screen: fitted like the live one.
+			p.logFitted(p.status(), func(s string, width int) string { return dropEmptyParts(fitStatus(s, width)) })
 		}
 	}
 }

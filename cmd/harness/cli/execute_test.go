@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mediated-coevo/harness/harness"
 	"github.com/mediated-coevo/harness/harness/rundir"
@@ -15,7 +16,7 @@ import (
 
 func TestProgressCountsTrialsAndSpend(t *testing.T) {
 	var buf bytes.Buffer
-	p := newProgress(&buf, &harness.Plan{Trials: 4, Rows: make([]harness.RowSpec, 2)}, false, true)
+	p := newProgress(&buf, &harness.Plan{Trials: 4, Rows: make([]harness.RowSpec, 2)}, false, true, time.Now)
 	r := 0.5
 	spend := llm.Usage{InputTokens: 100, OutputTokens: 20, CostUSD: 0.25, Retries: 3}
 	for _, e := range []harness.Event{
@@ -48,7 +49,7 @@ func TestProgressCountsTrialsAndSpend(t *testing.T) {
 
 func TestProgressShowsEachTrialWarningOnce(t *testing.T) {
 	var buf bytes.Buffer
-	p := newProgress(&buf, &harness.Plan{Trials: 3, Rows: make([]harness.RowSpec, 1)}, false, false)
+	p := newProgress(&buf, &harness.Plan{Trials: 3, Rows: make([]harness.RowSpec, 1)}, false, false, time.Now)
 	w := []string{"storage_mb = 2048 is not enforced"}
 	for _, e := range []harness.Event{
 		{Row: "a", Kind: "trial_done", Task: "t1", Status: "scored", Iteration: 1, Warnings: w},
@@ -156,5 +157,20 @@ func TestWriteOutcomeSaysWhatTheCountsCover(t *testing.T) {
 		if first, _, _ := strings.Cut(buf.String(), "\n"); first != tt.want {
 			t.Errorf("resumed=%v: %q, want %q", tt.resumed, first, tt.want)
 		}
+	}
+}
+
+// The elapsed time and the estimate come from the clock the progress is
+// handed, so they follow the factory's clock rather than the wall's.
+func TestProgressReadsItsClock(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	now := start
+	p := newProgress(&bytes.Buffer{}, &harness.Plan{Trials: 4, Rows: make([]harness.RowSpec, 1)}, false, false, func() time.Time { return now })
+	r := 1.0
+	p.event(harness.Event{Row: "a", Kind: "trial_done", Task: "t1", Status: "scored", Reward: &r, Iteration: 1})
+	p.event(harness.Event{Row: "a", Kind: "trial_done", Task: "t2", Status: "scored", Reward: &r, Iteration: 1})
+	now = start.Add(90 * time.Second)
+	if status := p.status(); !strings.Contains(status, "elapsed 1m30s, eta 1m30s") {
+		t.Errorf("status %q, want elapsed 1m30s and eta 1m30s (two of four trials done)", status)
 	}
 }

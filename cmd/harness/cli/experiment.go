@@ -262,6 +262,9 @@ func (o *ExperimentOptions) finish(ctx context.Context, p *harness.Plan) error {
 	if o.Execute == nil {
 		return &ExitError{Code: ExitFailed, Err: errNoExecution}
 	}
+	for _, w := range p.Warnings {
+		fmt.Fprintln(o.IO.ErrOut, "warning: "+w)
+	}
 	return o.Execute(ctx, &Execution{Plan: p, Config: cfg, Args: o.Args, JSON: o.JSON, Verbose: o.Verbose, Force: o.Force, IO: o.IO})
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor/docker"
-	"github.com/mediated-coevo/harness/llm"
 )
 
 // testFactory has no sandbox engine and no model providers: the commands
@@ -43,6 +42,6 @@ func engineFactory() *Factory {
 		}
 		return d, nil
 	}
-	f.Providers = llm.NewProvider
+	f.Providers = newProvider
 	return f
 }

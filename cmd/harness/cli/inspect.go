@@ -90,29 +90,8 @@ the mean reward, the trials, and the trials without a reward by status.
 			if len(args) == 1 {
 				o.Dir = args[0]
 			}
-			if o.Dir == "" && (o.Compare || o.Follow) {
-				return usagef("--compare and --follow need a directory")
-			}
-			if o.Compare && o.Follow {
-				return usagef("--compare and --follow do not combine")
-			}
-			if o.Tasks && (o.Dir == "" || o.Compare || o.Follow || o.Calls) {
-				return usagef("--tasks needs a run or matrix directory and does not combine with --compare, --follow or --calls")
-			}
-			if o.Baseline != "" && !o.Compare {
-				return usagef("--baseline goes with --compare")
-			}
-			if err := checkCallFlags(cmd, o); err != nil {
+			if err := checkInspectFlags(cmd, o); err != nil {
 				return err
-			}
-			if cmd.Flags().Changed("k") && (!o.Compare || o.K < 1) {
-				return usagef("--k goes with --compare and needs a whole number of at least 1 (got %d)", o.K)
-			}
-			if cmd.Flags().Changed("last") && (!o.Compare || o.LastN < 1) {
-				return usagef("--last goes with --compare and needs a whole number of at least 1 (got %d)", o.LastN)
-			}
-			if cmd.Flags().Changed("effect") && (!o.Compare || !(o.Effect > 0 && o.Effect <= 1)) {
-				return usagef("--effect goes with --compare and needs a difference in mean reward in (0, 1] (got %v)", o.Effect)
 			}
 			if !cmd.Flags().Changed("effect") {
 				o.Effect = 0 // the matrix's own [stats] effect_of_interest, else the default
@@ -123,6 +102,43 @@ the mean reward, the trials, and the trials without a reward by status.
 			return runInspect(cmd.Context(), o)
 		},
 	}
+	addInspectFlags(cmd, o)
+	registerTaskCompletion(cmd, f, "task")
+	return cmd
+}
+
+// checkInspectFlags refuses the flags that need a mode or a directory they
+// were not given, and values out of range.
+func checkInspectFlags(cmd *cobra.Command, o *InspectOptions) error {
+	if o.Dir == "" && (o.Compare || o.Follow) {
+		return usagef("--compare and --follow need a directory")
+	}
+	if o.Compare && o.Follow {
+		return usagef("--compare and --follow do not combine")
+	}
+	if o.Tasks && (o.Dir == "" || o.Compare || o.Follow || o.Calls) {
+		return usagef("--tasks needs a run or matrix directory and does not combine with --compare, --follow or --calls")
+	}
+	if o.Baseline != "" && !o.Compare {
+		return usagef("--baseline goes with --compare")
+	}
+	if err := checkCallFlags(cmd, o); err != nil {
+		return err
+	}
+	fl := cmd.Flags()
+	if fl.Changed("k") && (!o.Compare || o.K < 1) {
+		return usagef("--k goes with --compare and needs a whole number of at least 1 (got %d)", o.K)
+	}
+	if fl.Changed("last") && (!o.Compare || o.LastN < 1) {
+		return usagef("--last goes with --compare and needs a whole number of at least 1 (got %d)", o.LastN)
+	}
+	if fl.Changed("effect") && (!o.Compare || !(o.Effect > 0 && o.Effect <= 1)) {
+		return usagef("--effect goes with --compare and needs a difference in mean reward in (0, 1] (got %v)", o.Effect)
+	}
+	return nil
+}
+
+func addInspectFlags(cmd *cobra.Command, o *InspectOptions) {
 	fl := cmd.Flags()
 	fl.StringVar(&o.Root, "root", inspect.DefaultRoot, "where to look for directories when none is given")
 	fl.BoolVar(&o.JSON, "json", false, "machine-readable output")
@@ -139,8 +155,6 @@ the mean reward, the trials, and the trials without a reward by status.
 	fl.StringVar(&o.CallFilter.Task, "task", "", "with --calls: only calls for this task")
 	fl.IntVar(&o.CallFilter.Iteration, "iteration", 0, "with --calls: only calls in this iteration")
 	_ = cmd.MarkFlagDirname("root")
-	registerTaskCompletion(cmd, f, "task")
-	return cmd
 }
 
 // checkCallFlags refuses --calls with a mode it does not combine with, and
@@ -189,22 +203,8 @@ func runTasks(o *InspectOptions) error {
 }
 
 func runInspect(ctx context.Context, o *InspectOptions) error {
-	tty := isTerminal(o.IO.Out)
 	if o.Dir == "" {
-		dirs, err := inspect.List(o.Root)
-		if err != nil {
-			// A root that is missing, not a directory or a run itself is a
-			// wrong path: bad usage, as everywhere.
-			return UsageError(err)
-		}
-		if o.JSON {
-			return inspect.WriteJSON(o.IO.Out, dirs)
-		}
-		if len(dirs) == 0 {
-			fmt.Fprintf(o.IO.ErrOut, "no run or matrix directories under %s\n", o.Root)
-			return nil
-		}
-		return inspect.WriteListText(o.IO.Out, dirs, tty)
+		return runList(o)
 	}
 	if st, err := os.Stat(o.Dir); errors.Is(err, fs.ErrNotExist) {
 		return usagef("%s does not exist; `harness inspect` with no directory lists the runs under %s", o.Dir, o.Root)
@@ -223,55 +223,87 @@ func runInspect(ctx context.Context, o *InspectOptions) error {
 	if err != nil {
 		return UsageError(err) // not a run or matrix directory, as report says
 	}
-	if o.Calls {
-		return runCalls(o)
-	}
-	if o.Tasks {
-		return runTasks(o)
-	}
 	switch {
+	case o.Calls:
+		return runCalls(o)
+	case o.Tasks:
+		return runTasks(o)
 	case o.Compare:
 		if kind != rundir.KindMatrix {
 			return usagef("--compare needs a matrix directory; %s is a run", o.Dir)
 		}
-		effect := o.Effect
-		if effect == 0 {
-			effect = configuredEffect(o.Dir)
-		}
-		cmp, err := inspect.Compare(o.Dir, inspect.CompareOptions{Baseline: o.Baseline, K: o.K, LastN: o.LastN, EffectOfInterest: effect})
-		if errors.Is(err, inspect.ErrUnknownBaseline) {
-			return UsageError(err)
-		}
-		if err != nil {
-			return err
-		}
-		if o.JSON {
-			return inspect.WriteJSON(o.IO.Out, cmp)
-		}
-		return cmp.WriteText(o.IO.Out, tty)
+		return runCompare(o)
 	case kind == rundir.KindMatrix:
-		sum, rows, err := inspect.SummarizeMatrix(o.Dir)
-		if err != nil {
-			return err
-		}
-		if o.JSON {
-			return inspect.WriteJSON(o.IO.Out, MatrixView{Matrix: sum, Rows: rows})
-		}
-		if err := inspect.WriteListText(o.IO.Out, []inspect.DirSummary{sum}, tty); err != nil {
-			return err
-		}
-		fmt.Fprintln(o.IO.Out)
-		return inspect.WriteListText(o.IO.Out, rows, tty)
+		return runMatrixSummary(o)
 	default:
-		view, err := inspect.Run(o.Dir)
-		if err != nil {
-			return err
-		}
-		if o.JSON {
-			return inspect.WriteJSON(o.IO.Out, view)
-		}
-		return view.WriteText(o.IO.Out, tty)
+		return runRunView(o)
 	}
+}
+
+// runList lists the run and matrix directories under the root.
+func runList(o *InspectOptions) error {
+	dirs, err := inspect.List(o.Root)
+	if err != nil {
+		// A root that is missing, not a directory or a run itself is a
+		// wrong path: bad usage, as everywhere.
+		return UsageError(err)
+	}
+	if o.JSON {
+		return inspect.WriteJSON(o.IO.Out, dirs)
+	}
+	if len(dirs) == 0 {
+		fmt.Fprintf(o.IO.ErrOut, "no run or matrix directories under %s\n", o.Root)
+		return nil
+	}
+	return inspect.WriteListText(o.IO.Out, dirs, isTerminal(o.IO.Out))
+}
+
+// runCompare compares the rows of a matrix.
+func runCompare(o *InspectOptions) error {
+	effect := o.Effect
+	if effect == 0 {
+		effect = configuredEffect(o.Dir)
+	}
+	cmp, err := inspect.Compare(o.Dir, inspect.CompareOptions{Baseline: o.Baseline, K: o.K, LastN: o.LastN, EffectOfInterest: effect})
+	if errors.Is(err, inspect.ErrUnknownBaseline) {
+		return UsageError(err)
+	}
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return inspect.WriteJSON(o.IO.Out, cmp)
+	}
+	return cmp.WriteText(o.IO.Out, isTerminal(o.IO.Out))
+}
+
+// runMatrixSummary prints a matrix's summary line and one line per row.
+func runMatrixSummary(o *InspectOptions) error {
+	sum, rows, err := inspect.SummarizeMatrix(o.Dir)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return inspect.WriteJSON(o.IO.Out, MatrixView{Matrix: sum, Rows: rows})
+	}
+	tty := isTerminal(o.IO.Out)
+	if err := inspect.WriteListText(o.IO.Out, []inspect.DirSummary{sum}, tty); err != nil {
+		return err
+	}
+	fmt.Fprintln(o.IO.Out)
+	return inspect.WriteListText(o.IO.Out, rows, tty)
+}
+
+// runRunView prints one run's view.
+func runRunView(o *InspectOptions) error {
+	view, err := inspect.ReadRunView(o.Dir)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return inspect.WriteJSON(o.IO.Out, view)
+	}
+	return view.WriteText(o.IO.Out, isTerminal(o.IO.Out))
 }
 
 // configuredEffect is the [stats] effect_of_interest the matrix ran with;

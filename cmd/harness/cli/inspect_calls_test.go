@@ -9,7 +9,6 @@ import (
 
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness/rundir"
-	"github.com/mediated-coevo/harness/llm"
 )
 
 // TestInspectCalls resumes the v1 fixture offline for one more iteration,
@@ -19,7 +18,7 @@ func TestInspectCalls(t *testing.T) {
 	f := testFactory()
 	backend := &scoringBackend{rewards: v1ResumeRewards}
 	f.Sandbox = func(context.Context, config.ExecutorRuntime) (SandboxBackend, error) { return backend, nil }
-	f.Providers = llm.NewProvider
+	f.Providers = newProvider
 	if r := runCLI(t, f, "run", "--resume", dir, "--iterations", "3"); r.code != ExitOK {
 		t.Fatalf("resume: exit %d\nstderr: %s", r.code, r.errOut)
 	}

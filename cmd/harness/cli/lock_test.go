@@ -18,7 +18,6 @@ import (
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor"
 	"github.com/mediated-coevo/harness/harness/rundir"
-	"github.com/mediated-coevo/harness/llm"
 )
 
 const lockResumeEnv = "HARNESS_TEST_LOCK_RESUME"
@@ -40,7 +39,7 @@ func resumeFactory(delay time.Duration) *Factory {
 	f := testFactory()
 	backend := slowBackend{&scoringBackend{rewards: v1ResumeRewards}, delay}
 	f.Sandbox = func(context.Context, config.ExecutorRuntime) (SandboxBackend, error) { return backend, nil }
-	f.Providers = llm.NewProvider
+	f.Providers = newProvider
 	return f
 }
 

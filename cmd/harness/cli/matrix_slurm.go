@@ -59,14 +59,7 @@ func (o *MatrixOptions) runOnSlurm(ctx context.Context, x *Execution) (err error
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
 	sl := &launch.Slurm{Runner: o.Scheduler, Config: x.Config.Launcher}
-	rows := make([]string, len(x.Plan.Rows))
-	var run []int
-	for i, st := range launch.ReadRows(dir, rowNamesOf(x.Plan)) {
-		rows[i] = st.Row
-		if st.Status != rundir.StatusCompleted || st.Iterations < x.Plan.Iterations {
-			run = append(run, i)
-		}
-	}
+	rows, run := unfinishedRows(dir, x.Plan)
 	if err := stillQueued(ctx, sl, dir); err != nil {
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
@@ -87,26 +80,47 @@ func (o *MatrixOptions) runOnSlurm(ctx context.Context, x *Execution) (err error
 	fmt.Fprintf(w, "writing to %s\nsubmitted Slurm job array %s: %d of %d rows, one element each (the record: %s)\n",
 		dir, job.ID, len(run), len(rows), filepath.Join(dir, rundir.SlurmJobsFile))
 	if o.Detach {
-		if x.JSON {
-			enc := json.NewEncoder(x.IO.Out)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(struct {
-				Dir string     `json:"dir"`
-				Job launch.Job `json:"job"`
-			}{dir, job}); err != nil {
-				return err
-			}
-		} else {
-			fmt.Fprintf(x.IO.Out, "%s\n", job.ID)
-		}
-		fmt.Fprintf(w, "follow it with `squeue --jobs %s` and `harness inspect %s`; once it has ended, `harness matrix --resume %s --launcher slurm` settles the matrix and runs what is unfinished\n",
-			job.ID, dir, dir)
-		return nil
+		return detached(x, dir, job, w)
 	}
 	if err := o.follow(ctx, sl, dir, job, x, w); err != nil {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%w; the array may still be running: follow it with squeue --jobs %s, and once it has ended settle the matrix with harness matrix --resume %s --launcher slurm", err, job.ID, dir)}
 	}
 	return o.settle(context.WithoutCancel(ctx), sl, md, x, &job)
+}
+
+// unfinishedRows returns the names of the plan's rows, in order, and the
+// indexes of those whose directories do not say completed with every
+// iteration.
+func unfinishedRows(dir string, plan *harness.Plan) (rows []string, run []int) {
+	rows = make([]string, len(plan.Rows))
+	for i, st := range launch.ReadRows(dir, rowNamesOf(plan)) {
+		rows[i] = st.Row
+		if st.Status != rundir.StatusCompleted || st.Iterations < plan.Iterations {
+			run = append(run, i)
+		}
+	}
+	return rows, run
+}
+
+// detached prints the submitted array (its id, or with --json the matrix
+// directory and the job) and how to follow and settle it, for a matrix the
+// command does not wait for.
+func detached(x *Execution, dir string, job launch.Job, w io.Writer) error {
+	if x.JSON {
+		enc := json.NewEncoder(x.IO.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(struct {
+			Dir string     `json:"dir"`
+			Job launch.Job `json:"job"`
+		}{dir, job}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(x.IO.Out, "%s\n", job.ID)
+	}
+	fmt.Fprintf(w, "follow it with `squeue --jobs %s` and `harness inspect %s`; once it has ended, `harness matrix --resume %s --launcher slurm` settles the matrix and runs what is unfinished\n",
+		job.ID, dir, dir)
+	return nil
 }
 
 // stillQueued refuses to go on while an array submitted earlier for the

@@ -26,15 +26,29 @@ func writePlanText(w io.Writer, p *harness.Plan) error {
 	fmt.Fprintf(&b, "Plan of %s %s: %d %s x %d %s x %d %s = %d trials\n\n",
 		p.Kind, p.Name, len(p.Rows), plural(len(p.Rows), "row", "rows"), len(p.Tasks), plural(len(p.Tasks), "task", "tasks"),
 		p.Iterations, plural(p.Iterations, "iteration", "iterations"), p.Trials)
+	writePlanRows(&b, p)
+	writePlanDesign(&b, p)
+	writePlanModels(&b, p)
+	writePlanOutput(&b, p)
+	b.WriteString("\nDry run: nothing was created or started.\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
 
+// writePlanRows writes the table of rows.
+func writePlanRows(b *strings.Builder, p *harness.Plan) {
 	b.WriteString("Rows:\n")
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  ROW\tCONDITION\tSKILL UPDATES\tLAB\tSEED")
 	for _, r := range p.Rows {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\n", r.Name, r.Condition, r.Policy, r.Lab, r.Seed)
 	}
 	tw.Flush()
+}
 
+// writePlanDesign writes the tasks, iterations, seeds, trials and the
+// power statement.
+func writePlanDesign(b *strings.Builder, p *harness.Plan) {
 	tasks := strings.Join(p.Tasks, ", ")
 	if tasks == "" {
 		tasks = "(listed when the run starts)"
@@ -43,18 +57,18 @@ func writePlanText(w io.Writer, p *harness.Plan) error {
 		tasks += " (task set " + p.TaskSet + ")"
 	}
 	b.WriteString("\n")
-	field(&b, fmt.Sprintf("Tasks (%d)", len(p.Tasks)), tasks)
+	field(b, fmt.Sprintf("Tasks (%d)", len(p.Tasks)), tasks)
 	if len(p.ValidateTasks) > 0 {
-		field(&b, fmt.Sprintf("Validate on (%d)", len(p.ValidateTasks)), strings.Join(p.ValidateTasks, ", "))
+		field(b, fmt.Sprintf("Validate on (%d)", len(p.ValidateTasks)), strings.Join(p.ValidateTasks, ", "))
 	}
 	if len(p.HeldOutTasks) > 0 {
-		field(&b, fmt.Sprintf("Held out (%d)", len(p.HeldOutTasks)), fmt.Sprintf("%s (initial and final skills of each row, %d %s per task each: %d evaluation trials)",
+		field(b, fmt.Sprintf("Held out (%d)", len(p.HeldOutTasks)), fmt.Sprintf("%s (initial and final skills of each row, %d %s per task each: %d evaluation trials)",
 			strings.Join(p.HeldOutTasks, ", "), p.EvalTrials, plural(p.EvalTrials, "trial", "trials"), p.EvaluationTrials))
 	}
-	field(&b, "Iterations", fmt.Sprint(p.Iterations))
-	field(&b, "Seeds", joinInts(p.Seeds))
-	field(&b, "Agent", p.Agent)
-	field(&b, "Concurrency", fmt.Sprintf("%d trials at once", p.Concurrency))
+	field(b, "Iterations", fmt.Sprint(p.Iterations))
+	field(b, "Seeds", joinInts(p.Seeds))
+	field(b, "Agent", p.Agent)
+	field(b, "Concurrency", fmt.Sprintf("%d trials at once", p.Concurrency))
 	trials := fmt.Sprintf("%d", p.Trials)
 	if p.RemainingTrials != nil {
 		trials = fmt.Sprintf("%d, of which %d remain to run (the estimates below are for what remains)", p.Trials, *p.RemainingTrials)
@@ -62,13 +76,17 @@ func writePlanText(w io.Writer, p *harness.Plan) error {
 	if p.ValidationTrials > 0 {
 		trials += fmt.Sprintf("; about %d validation trials of skill candidates expected on top", p.ValidationTrials)
 	}
-	field(&b, "Trials", trials)
+	field(b, "Trials", trials)
 	if pw := p.Power; pw != nil {
-		field(&b, "Detectable", detectableText(pw))
+		field(b, "Detectable", detectableText(pw))
 	}
+}
 
+// writePlanModels writes the model of each role with its share of the
+// tokens, then the total, the cost and the budget.
+func writePlanModels(b *strings.Builder, p *harness.Plan) {
 	b.WriteString("\nModels:\n")
-	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	for _, role := range conditions.ModelRoles() {
 		if m, ok := p.Models[role]; ok {
 			fmt.Fprintf(tw, "  %s\t%s\t~%s tokens\n", role, m, humanTokens(p.EstimatedTokensByRole[role]))
@@ -77,45 +95,52 @@ func writePlanText(w io.Writer, p *harness.Plan) error {
 	tw.Flush()
 
 	b.WriteString("\n")
-	field(&b, "Estimated tokens", "~"+humanTokens(p.EstimatedTokens))
+	field(b, "Estimated tokens", "~"+humanTokens(p.EstimatedTokens))
 	switch {
 	case p.Offline:
-		field(&b, "Estimated cost", "$0 (offline)")
+		field(b, "Estimated cost", "$0 (offline)")
 	case p.CostKnown:
-		field(&b, "Estimated cost", fmt.Sprintf("~$%.2f", p.EstimatedCostUSD))
+		field(b, "Estimated cost", fmt.Sprintf("~$%.2f", p.EstimatedCostUSD))
 	default:
-		field(&b, "Estimated cost", fmt.Sprintf("more than ~$%.2f (some models have no price)", p.EstimatedCostUSD))
+		field(b, "Estimated cost", fmt.Sprintf("more than ~$%.2f (some models have no price)", p.EstimatedCostUSD))
 	}
-	field(&b, "Budget", budgetText(p))
+	field(b, "Budget", budgetText(p))
+}
 
+// writePlanOutput writes the images, where the run goes (or what a resume
+// skips) and the plan's notes.
+func writePlanOutput(b *strings.Builder, p *harness.Plan) {
 	images := strings.Join(p.Images, ", ")
 	if images == "" {
 		images = "(those of the tasks, once listed)"
 	}
-	fmt.Fprintf(&b, "\nImages to build or reuse (%d): %s\n", len(p.Images), images)
+	fmt.Fprintf(b, "\nImages to build or reuse (%d): %s\n", len(p.Images), images)
 
 	if p.ResumeDir != "" {
-		fmt.Fprintf(&b, "\nResuming %s:\n", p.ResumeDir)
+		fmt.Fprintf(b, "\nResuming %s:\n", p.ResumeDir)
 		if len(p.ResumeSkips) == 0 {
 			b.WriteString("  nothing is skipped: no iteration was completed yet\n")
 		}
 		for _, s := range p.ResumeSkips {
-			fmt.Fprintf(&b, "  %s\n", s)
+			fmt.Fprintf(b, "  %s\n", s)
 		}
 	} else {
 		b.WriteString("\n")
-		field(&b, "Output", filepath.Join(p.OutBase(), outName(p))+string(filepath.Separator))
+		field(b, "Output", filepath.Join(p.OutBase(), outName(p))+string(filepath.Separator))
 	}
 
+	if len(p.Warnings) > 0 {
+		b.WriteString("\nWARNINGS:\n")
+		for _, w := range p.Warnings {
+			fmt.Fprintf(b, "  - %s\n", w)
+		}
+	}
 	if len(p.Notes) > 0 {
 		b.WriteString("\nNotes:\n")
 		for _, n := range p.Notes {
-			fmt.Fprintf(&b, "  - %s\n", n)
+			fmt.Fprintf(b, "  - %s\n", n)
 		}
 	}
-	b.WriteString("\nDry run: nothing was created or started.\n")
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // field writes one "Label:  value" line with the values aligned.

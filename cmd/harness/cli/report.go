@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
@@ -17,10 +16,13 @@ const reportGCPercent = 50
 
 // ReportOptions are the arguments of `harness report`.
 type ReportOptions struct {
-	IO   IOStreams
-	Dir  string
-	Out  string // empty: DIR/report
-	JSON bool
+	IO IOStreams
+	// Getenv reads the environment (GOGC, which wins over the report's own
+	// collection target).
+	Getenv func(string) string
+	Dir    string
+	Out    string // empty: DIR/report
+	JSON   bool
 }
 
 // NewCmdReport builds `harness report DIR`.
@@ -40,7 +42,7 @@ SVG, and summary.md beside them with the comparison table. Files go to DIR/repor
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.IO, o.Dir = f.IO, args[0]
+			o.IO, o.Getenv, o.Dir = f.IO, f.Getenv, args[0]
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
@@ -62,7 +64,7 @@ func runReport(ctx context.Context, o *ReportOptions) error {
 	// tighter collection target keeps its peak memory near that live data
 	// (under 100 MiB at a million metric rows) for about a tenth more CPU.
 	// GOGC, when set, wins.
-	if os.Getenv("GOGC") == "" {
+	if o.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(reportGCPercent))
 	}
 	sum, err := report.Write(ctx, o.Dir, o.Out)

@@ -71,6 +71,7 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	}
 	popts := o.planOptions()
 	var notes []string
+	var listErr error
 	popts.Agent, popts.Lab = o.Agent, o.Lab
 	if o.Resume == "" {
 		cond, err := conditions.ParseCondition(o.Condition)
@@ -81,15 +82,17 @@ func runRun(ctx context.Context, o *RunOptions) error {
 		if err != nil {
 			return UsageError(err)
 		}
-		if err := conditions.Validate(cond, pol); err != nil {
-			return UsageError(err)
-		}
 		popts.Condition, popts.Policy = cond, pol
-		if popts.Tasks, popts.TaskSet, notes, err = o.resolveTasks(ctx, cfg); err != nil {
-			return err
+		// The plan checks the design rules, then lists the tasks.
+		popts.ListTasks = func() (ids []string, set string, err error) {
+			ids, set, notes, listErr = o.resolveTasks(ctx, cfg)
+			return ids, set, listErr
 		}
 	}
 	p, err := harness.BuildRunPlan(cfg, popts)
+	if listErr != nil {
+		return listErr // already says how it failed: usage, or interrupted
+	}
 	if err != nil {
 		return UsageError(err)
 	}

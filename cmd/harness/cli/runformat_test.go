@@ -21,7 +21,6 @@ import (
 	"github.com/mediated-coevo/harness/executor"
 	"github.com/mediated-coevo/harness/harness/inspect"
 	"github.com/mediated-coevo/harness/harness/rundir"
-	"github.com/mediated-coevo/harness/llm"
 )
 
 // A run directory written before the packages were reshaped: an offline
@@ -196,7 +195,7 @@ func TestRunFormatV1Resumes(t *testing.T) {
 	backend := &scoringBackend{rewards: v1ResumeRewards}
 	f := testFactory()
 	f.Sandbox = func(context.Context, config.ExecutorRuntime) (SandboxBackend, error) { return backend, nil }
-	f.Providers = llm.NewProvider
+	f.Providers = newProvider
 	r := runCLI(t, f, "run", "--resume", dir, "--iterations", "3")
 	if r.code != ExitOK {
 		t.Fatalf("resume: exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.errOut)

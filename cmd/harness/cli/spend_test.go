@@ -42,7 +42,7 @@ func fakeEngine() *Factory {
 	f := testFactory()
 	backend := &scoringBackend{rewards: map[string]float64{"csv-parser": 1, "log-analysis": 0.5}}
 	f.Sandbox = func(context.Context, config.ExecutorRuntime) (SandboxBackend, error) { return backend, nil }
-	f.Providers = llm.NewProvider
+	f.Providers = newProvider
 	return f
 }
 

@@ -85,6 +85,19 @@ func fitStatus(s string, width int) string {
 	return cut(s, limit)
 }
 
+// dropEmptyParts removes the empty parts of a status line, so none shows
+// as "|  |".
+func dropEmptyParts(s string) string {
+	parts := strings.Split(s, statusSep)
+	kept := parts[:0]
+	for _, p := range parts {
+		if strings.TrimSpace(p) != "" {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, statusSep)
+}
+
 // cut shortens s to n columns, its last an ellipsis.
 func cut(s string, n int) string {
 	r := []rune(s)

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mediated-coevo/harness/harness"
@@ -15,7 +17,7 @@ import (
 func TestStatusLineFitsEightyColumns(t *testing.T) {
 	var buf bytes.Buffer
 	plan := &harness.Plan{Trials: 360, EvaluationTrials: 24, ValidationTrials: 40, Rows: make([]harness.RowSpec, 6)}
-	p := newProgress(&buf, plan, true, false)
+	p := newProgress(&buf, plan, true, false, time.Now)
 	p.width = 80
 	r := 0.5
 	spend := llm.Usage{InputTokens: 1_234_567, OutputTokens: 89_012, CostUSD: 12.3456, Retries: 17}
@@ -100,5 +102,45 @@ func TestTerminalWidthFallsBackToColumns(t *testing.T) {
 		if got := terminalWidth(&buf, env(tt.columns)); got != tt.want {
 			t.Errorf("COLUMNS=%q: width %d, want %d", tt.columns, got, tt.want)
 		}
+	}
+}
+
+// The last status line and the warning lines stay on screen: at 80
+// columns neither is wider than 79, so the terminal never wraps them.
+func TestFinalStatusAndWarningLinesFitEightyColumns(t *testing.T) {
+	var buf bytes.Buffer
+	plan := &harness.Plan{Trials: 360, EvaluationTrials: 24, ValidationTrials: 40, Rows: make([]harness.RowSpec, 6)}
+	p := newProgress(&buf, plan, true, false, time.Now)
+	p.width = 80
+	spend := llm.Usage{InputTokens: 1_234_567, OutputTokens: 89_012, CostUSD: 12.3456, Retries: 17}
+	r := 0.5
+	p.event(harness.Event{Row: "full_coevolution", Kind: "iteration_start", Iteration: 3})
+	p.event(harness.Event{Row: "full_coevolution", Kind: "trial_done", Task: "a-task-with-a-long-name", Status: "scored", Reward: &r, Spend: spend,
+		Warnings: []string{"the task asks for a disk limit of 10G, which this engine's storage driver cannot enforce; the trial ran without one"}})
+	stop := p.start(context.Background(), func(string) string { return "" })
+	stop()
+	lines := strings.FieldsFunc(buf.String(), func(r rune) bool { return r == '\n' || r == '\r' })
+	var sawWarning bool
+	for _, l := range lines {
+		l = strings.TrimRight(l, " ")
+		sawWarning = sawWarning || strings.HasPrefix(l, "warning: ")
+		if n := utf8.RuneCountInString(l); n >= 80 {
+			t.Errorf("line of %d columns at width 80: %q", n, l)
+		}
+	}
+	if !sawWarning {
+		t.Errorf("no warning line:\n%s", buf.String())
+	}
+}
+
+// Log mode never prints an empty part ("|  |") before the first trial
+// ends or the first iteration starts.
+func TestStatusLineHasNoEmptyParts(t *testing.T) {
+	p := newProgress(&bytes.Buffer{}, &harness.Plan{Trials: 4, Rows: make([]harness.RowSpec, 1)}, false, false, time.Now)
+	p.event(harness.Event{Row: "r", Kind: "trial_start", Task: "a"})
+	p.event(harness.Event{Row: "r", Kind: "trial_start", Task: "b"})
+	got := p.statusText()
+	if strings.Contains(got, "|  |") || strings.HasSuffix(got, "| ") || !strings.Contains(got, "2 in flight | ") {
+		t.Errorf("status line %q has an empty part", got)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -608,13 +609,18 @@ func TestAnnouncingBackendTellsWhenBuilding(t *testing.T) {
 	w := &notifyWriter{first: make(chan struct{})}
 	// The build ends only once the notice has been written, so the test
 	// does not depend on how long anything takes.
-	b := &announcingBackend{Backend: slowBuild{release: w.first}, w: w, after: 0}
+	// The clock advances 2.5s between its readings: the build is timed
+	// with the clock the backend is handed.
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	reads := 0
+	clock := func() time.Time { reads++; return start.Add(time.Duration(reads-1) * 2500 * time.Millisecond) }
+	b := &announcingBackend{Backend: slowBuild{release: w.first}, w: w, after: 0, now: clock}
 	img, built, err := b.EnsureImage(context.Background(), &benchmarks.Task{ID: "x", Dir: "/t/x"})
 	if err != nil || !built || img != "harness-task-x:1" {
 		t.Fatalf("EnsureImage = %q, %v, %v", img, built, err)
 	}
 	out := w.buf.String()
-	if !strings.Contains(out, "building the image for task x from /t/x/environment") || !strings.Contains(out, "built image harness-task-x:1 in") {
+	if !strings.Contains(out, "building the image for task x from /t/x/environment") || !strings.Contains(out, "built image harness-task-x:1 in 2.5s") {
 		t.Errorf("notices = %q", out)
 	}
 }

@@ -76,15 +76,8 @@ configuration), 3 environment failure (no Docker engine, failed image build),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.IO, o.Now, o.Resolver, o.Sandbox = f.IO, f.Now, f.Resolver, f.Sandbox
 			o.Task = args[0]
-			switch o.Agent {
-			case harness.AgentOracle, harness.AgentNop:
-			case harness.AgentLab:
-				return usagef("--agent lab is not available here: try checks a task with the oracle or nop agent; the lab's agents run with 'harness run --agent lab'")
-			default:
-				return usagef("unknown agent %q for --agent: use oracle (the task's reference solution) or nop (does nothing)", o.Agent)
-			}
-			if strings.TrimSpace(o.Out) == "" {
-				return usagef("--out must name a directory")
+			if err := checkTryFlags(o); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(cmd.Context(), o)
@@ -99,7 +92,28 @@ configuration), 3 environment failure (no Docker engine, failed image build),
 	fl.BoolVar(&o.Keep, "keep", false, "keep the container after the trial, for inspection ('harness gc' removes it)")
 	fl.BoolVar(&o.JSON, "json", false, "print the trace as JSON")
 	_ = cmd.MarkFlagDirname("out")
-	// A task id, or a task directory when no id matches.
+	registerTryCompletion(cmd, f)
+	return cmd
+}
+
+// checkTryFlags refuses an agent try cannot run and an empty --out.
+func checkTryFlags(o *TasksTryOptions) error {
+	switch o.Agent {
+	case harness.AgentOracle, harness.AgentNop:
+	case harness.AgentLab:
+		return usagef("--agent lab is not available here: try checks a task with the oracle or nop agent; the lab's agents run with 'harness run --agent lab'")
+	default:
+		return usagef("unknown agent %q for --agent: use oracle (the task's reference solution) or nop (does nothing)", o.Agent)
+	}
+	if strings.TrimSpace(o.Out) == "" {
+		return usagef("--out must name a directory")
+	}
+	return nil
+}
+
+// registerTryCompletion completes the argument (a task id, or a task
+// directory when no id matches) and --agent.
+func registerTryCompletion(cmd *cobra.Command, f *Factory) {
 	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
@@ -122,7 +136,6 @@ configuration), 3 environment failure (no Docker engine, failed image build),
 			cobra.CompletionWithDesc(harness.AgentNop, "does nothing"),
 		}, cobra.ShellCompDirectiveNoFileComp
 	})
-	return cmd
 }
 
 func runTasksTry(ctx context.Context, o *TasksTryOptions) error {
@@ -171,7 +184,7 @@ func runTasksTry(ctx context.Context, o *TasksTryOptions) error {
 	// when ctx is cancelled, so exiting right after it leaves nothing running.
 	tr, err := harness.RunTrial(ctx, harness.TrialOptions{
 		Config:  cfg,
-		Backend: &announcingBackend{Backend: backend, w: o.IO.ErrOut, after: time.Second},
+		Backend: &announcingBackend{Backend: backend, w: o.IO.ErrOut, after: time.Second, now: now},
 		Task:    task,
 		Agent:   o.Agent,
 		JobDir:  jobDir,
@@ -337,6 +350,7 @@ type announcingBackend struct {
 	harness.Backend
 	w     io.Writer
 	after time.Duration
+	now   func() time.Time // the clock the build is timed with
 }
 
 func (b *announcingBackend) EnsureImage(ctx context.Context, task *benchmarks.Task) (string, bool, error) {
@@ -353,12 +367,12 @@ func (b *announcingBackend) EnsureImage(ctx context.Context, task *benchmarks.Ta
 			fmt.Fprintf(b.w, "building the image for task %s from %s (this can take a few minutes)...\n", task.ID, task.EnvironmentDir())
 		}
 	}()
-	start := time.Now()
+	start := b.now()
 	image, built, err := b.Backend.EnsureImage(ctx, task)
 	close(done)
 	wg.Wait() // the notice is never written after the lines that follow it
 	if err == nil && built {
-		fmt.Fprintf(b.w, "built image %s in %s\n", image, time.Since(start).Round(100*time.Millisecond))
+		fmt.Fprintf(b.w, "built image %s in %s\n", image, b.now().Sub(start).Round(100*time.Millisecond))
 	}
 	return image, built, err
 }

@@ -147,7 +147,7 @@ func TestSkillsBenchAllRunsTheArchive(t *testing.T) {
 	if r.code != ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.errOut)
 	}
-	runs, _ := filepath.Glob(filepath.Join(out, "*-static_mediator"))
+	runs, _ := filepath.Glob(filepath.Join(out, "*-static_mediator-*"))
 	if len(runs) != 1 {
 		t.Fatalf("run directories under %s: %v", out, runs)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor/docker"
 	"github.com/mediated-coevo/harness/harness/launch"
-	"github.com/mediated-coevo/harness/llm"
 )
 
 // New returns the factory of the real program, on the process's streams.
@@ -27,7 +26,7 @@ func New() *cli.Factory {
 		Resolver:  benchmarks.NewResolver,
 		Sandbox:   openSandbox,
 		Collector: openCollector,
-		Providers: llm.NewProvider,
+		Providers: NewProvider,
 
 		// Slurm's own commands and this binary, for matrix --launcher slurm.
 		Scheduler:  launch.Exec{},

@@ -1,4 +1,9 @@
-package llm
+// Package openaiapi is the model provider for any OpenAI-compatible
+// chat-completions endpoint. It is the only package that imports the
+// OpenAI SDK, so that nothing but the program's composition root, which
+// chooses the providers, carries it: the lab, the trial contract and the
+// readers build without it.
+package openaiapi
 
 import (
 	"bytes"
@@ -9,8 +14,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -18,6 +25,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/llm"
 )
 
 // Defaults for a model configuration that leaves them unset.
@@ -38,12 +46,12 @@ type Backoff struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-// OpenAIOption adjusts an OpenAI provider.
-type OpenAIOption func(*OpenAI)
+// Option adjusts a Provider.
+type Option func(*Provider)
 
 // WithBackoff sets the retry waits (zero fields keep their defaults).
-func WithBackoff(b Backoff) OpenAIOption {
-	return func(o *OpenAI) {
+func WithBackoff(b Backoff) Option {
+	return func(o *Provider) {
 		if b.Base > 0 {
 			o.backoff.Base = b.Base
 		}
@@ -57,14 +65,14 @@ func WithBackoff(b Backoff) OpenAIOption {
 }
 
 // WithHTTPClient sends requests through c instead of a default client.
-func WithHTTPClient(c *http.Client) OpenAIOption {
-	return func(o *OpenAI) { o.httpClient = c }
+func WithHTTPClient(c *http.Client) Option {
+	return func(o *Provider) { o.httpClient = c }
 }
 
-// OpenAI talks to any OpenAI-compatible chat-completions endpoint. It
+// Provider talks to any OpenAI-compatible chat-completions endpoint. It
 // retries transient failures itself (the SDK's own retries are off) so that
 // timed-out attempts are retried too.
-type OpenAI struct {
+type Provider struct {
 	model      config.Model
 	svc        openai.ChatCompletionService
 	backoff    Backoff
@@ -76,17 +84,17 @@ type OpenAI struct {
 	redact *config.Redactor
 }
 
-// NewOpenAI returns a provider for m. The API key is read from the
+// New returns a provider for m. The API key is read from the
 // environment variable m.APIKeyEnv; a missing key is allowed, since local
 // servers need none.
-func NewOpenAI(m config.Model, opts ...OpenAIOption) (*OpenAI, error) {
+func New(m config.Model, opts ...Option) (*Provider, error) {
 	if strings.TrimSpace(m.BaseURL) == "" {
 		return nil, fmt.Errorf("model %q has no base_url; set it to the endpoint's API root, e.g. https://openrouter.ai/api/v1", m.Model)
 	}
 	if strings.TrimSpace(m.Model) == "" {
 		return nil, fmt.Errorf("model at %s has no model name; set model = \"...\"", m.BaseURL)
 	}
-	o := &OpenAI{
+	o := &Provider{
 		model:   m,
 		backoff: Backoff{Base: DefaultBackoffBase, Max: DefaultBackoffMax},
 		timeout: m.Timeout.Duration,
@@ -121,7 +129,7 @@ func NewOpenAI(m config.Model, opts ...OpenAIOption) (*OpenAI, error) {
 }
 
 // Offline reports false: answers come from a real model.
-func (o *OpenAI) Offline() bool { return false }
+func (o *Provider) Offline() bool { return false }
 
 // StatusError is an HTTP error answer from the model endpoint.
 type StatusError struct {
@@ -150,25 +158,26 @@ func (e *transientError) Unwrap() error { return e.err }
 // to the model's max_retries. Usage is that of the successful attempt, plus
 // whatever the endpoint reported for failed ones; an answer without usage is
 // estimated from its text (a quarter of its characters) and says so in EstimatedTokens.
-// Attempts the endpoint received but reported nothing for are estimated in
+// Attempts the endpoint received but reported nothing for, a connection
+// lost after the whole request was written among them, are estimated in
 // Unreported (their input only). A failed call's Response carries Attempts,
 // how many were made, and those two usages.
-func (o *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
+func (o *Provider) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
 	resp, err := o.complete(ctx, req)
-	resp.Message = redactMessage(o.redact, resp.Message)
+	resp.Message = llm.RedactMessage(o.redact, resp.Message)
 	return resp, o.redact.Error(err)
 }
 
-func (o *OpenAI) complete(ctx context.Context, req Request) (Response, error) {
+func (o *Provider) complete(ctx context.Context, req llm.Request) (llm.Response, error) {
 	params, err := o.chatParams(req)
 	if err != nil {
-		return Response{}, err
+		return llm.Response{}, err
 	}
 	var lastErr error
-	var failed, unreported Usage
-	inTokens := charTokens(requestChars(req))
-	lost := func(attempts int) Response {
-		return Response{Attempts: attempts, Usage: failed, Unreported: unreported}
+	var failed, unreported llm.Usage
+	inTokens := llm.RequestTokens(req)
+	lost := func(attempts int) llm.Response {
+		return llm.Response{Attempts: attempts, Usage: failed, Unreported: unreported}
 	}
 	for attempt := 0; attempt <= o.retries; attempt++ {
 		if attempt > 0 {
@@ -191,10 +200,10 @@ func (o *OpenAI) complete(ctx context.Context, req Request) (Response, error) {
 			return resp, nil
 		}
 		switch {
-		case !resp.Usage.empty():
+		case resp.Usage != (llm.Usage{}):
 			failed = failed.Add(resp.Usage)
 		case sent:
-			unreported = unreported.Add(o.priced(Usage{InputTokens: inTokens, EstimatedTokens: inTokens}))
+			unreported = unreported.Add(o.priced(llm.Usage{InputTokens: inTokens, EstimatedTokens: inTokens}))
 		}
 		if ctx.Err() != nil {
 			return lost(attempt + 1), fmt.Errorf("model %s: %w", o.model.Model, ctx.Err())
@@ -210,29 +219,16 @@ func (o *OpenAI) complete(ctx context.Context, req Request) (Response, error) {
 }
 
 // priced fills in the cost of u from the model's prices, when it has them.
-func (o *OpenAI) priced(u Usage) Usage {
-	if m := o.model; HasPrice(m) {
-		u.CostUSD, u.CostKnown = Price(m, u), true
+func (o *Provider) priced(u llm.Usage) llm.Usage {
+	if m := o.model; llm.HasPrice(m) {
+		u.CostUSD, u.CostKnown = llm.Price(m, u), true
 	}
 	return u
 }
 
-// Price is what u costs at m's prices, which must be set (HasPrice): input
-// read from the endpoint's prompt cache at the cached-input price when one
-// is configured, else as fresh input.
-func Price(m config.Model, u Usage) float64 {
-	cached := min(max(u.CachedInputTokens, 0), u.InputTokens)
-	cachedPrice := *m.PriceInputPerMTok
-	if m.PriceCachedInputPerMTok != nil {
-		cachedPrice = *m.PriceCachedInputPerMTok
-	}
-	return (float64(u.InputTokens-cached)**m.PriceInputPerMTok + float64(cached)*cachedPrice +
-		float64(u.OutputTokens)**m.PriceOutputPerMTok) / 1e6
-}
-
 // delay is the wait before retry number n (0-based): the server's
 // Retry-After when it sent one, else exponential backoff with jitter.
-func (o *OpenAI) delay(n int, retryAfter time.Duration) time.Duration {
+func (o *Provider) delay(n int, retryAfter time.Duration) time.Duration {
 	if retryAfter > 0 {
 		return min(retryAfter, o.backoff.Max)
 	}
@@ -249,9 +245,10 @@ func (o *OpenAI) delay(n int, retryAfter time.Duration) time.Duration {
 }
 
 // attempt makes one HTTP attempt. On failure, sent says whether the endpoint
-// received the request (it answered, or the attempt timed out waiting), and
-// the Response holds any usage it reported all the same.
-func (o *OpenAI) attempt(ctx context.Context, params openai.ChatCompletionNewParams, req Request) (resp Response, sent bool, err error) {
+// received the request (it answered, the attempt timed out waiting, or the
+// connection failed after the whole request was written), and the Response
+// holds any usage it reported all the same.
+func (o *Provider) attempt(ctx context.Context, params openai.ChatCompletionNewParams, req llm.Request) (resp llm.Response, sent bool, err error) {
 	// The middleware sees the raw HTTP answer, so the status, Retry-After and
 	// error text are known even when the body is not the JSON the SDK expects.
 	var status int
@@ -269,38 +266,54 @@ func (o *OpenAI) attempt(ctx context.Context, params openai.ChatCompletionNewPar
 		}
 		return res, err
 	}
-	comp, err := o.svc.New(ctx, params, option.WithMiddleware(watch), option.WithRequestTimeout(o.timeout))
+	var wrote atomic.Bool
+	comp, err := o.svc.New(traceWrite(ctx, &wrote), params, option.WithMiddleware(watch), option.WithRequestTimeout(o.timeout))
 	if err != nil {
 		if ctx.Err() != nil {
-			return Response{}, status > 0, ctx.Err()
+			return llm.Response{}, status > 0, ctx.Err()
 		}
 		switch {
 		case status >= 400:
 			se := &StatusError{StatusCode: status, Message: o.redact.String(errorMessage(err, errBody))}
 			if retryableStatus(status) {
-				return Response{}, true, &transientError{err: se, retryAfter: retryAfter(header)}
+				return llm.Response{}, true, &transientError{err: se, retryAfter: retryAfter(header)}
 			}
-			return Response{}, true, se
+			return llm.Response{}, true, se
 		case errors.Is(err, context.DeadlineExceeded):
 			// Also after the headers: a body that stalls is a timeout, not
 			// a malformed answer.
-			return Response{}, true, &transientError{err: fmt.Errorf("attempt timed out after %s", o.timeout)}
+			return llm.Response{}, true, &transientError{err: fmt.Errorf("attempt timed out after %s", o.timeout)}
 		case status == 0:
-			return Response{}, false, &transientError{err: fmt.Errorf("connection: %w", err)}
+			// A connection lost after the request went out (a reset, a
+			// proxy that gave up) may have had its prompt read and spent.
+			return llm.Response{}, wrote.Load(), &transientError{err: fmt.Errorf("connection: %w", err)}
 		default:
-			return Response{}, true, &transientError{err: fmt.Errorf("malformed response body (HTTP %d): %w", status, err)}
+			return llm.Response{}, true, &transientError{err: fmt.Errorf("malformed response body (HTTP %d): %w", status, err)}
 		}
 	}
 	if comp == nil || len(comp.Choices) == 0 {
 		// The answer is discarded, but what it reported using was used.
-		var u Usage
+		var u llm.Usage
 		if comp != nil && reportsUsage(comp) {
 			u = o.reportedUsage(comp)
 			u.Calls = 0
 		}
-		return Response{Usage: u}, true, &transientError{err: errors.New("malformed response: no choices")}
+		return llm.Response{Usage: u}, true, &transientError{err: errors.New("malformed response: no choices")}
 	}
 	return o.response(comp, req), true, nil
+}
+
+// traceWrite returns ctx with a trace that sets wrote once the whole request
+// has been written to the connection. The transport reports the write
+// before it returns a failed round trip, so wrote is settled by then.
+func traceWrite(ctx context.Context, wrote *atomic.Bool) context.Context {
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				wrote.Store(true)
+			}
+		},
+	})
 }
 
 // reportsUsage reports whether the endpoint said what the answer used:
@@ -362,7 +375,7 @@ func errorMessage(err error, body []byte) string {
 			return wire.Message
 		}
 	}
-	return Truncate(strings.TrimSpace(string(body)), 500)
+	return llm.Truncate(strings.TrimSpace(string(body)), 500)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -380,7 +393,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // chatParams maps a request onto the SDK's parameters.
-func (o *OpenAI) chatParams(req Request) (openai.ChatCompletionNewParams, error) {
+func (o *Provider) chatParams(req llm.Request) (openai.ChatCompletionNewParams, error) {
 	p := openai.ChatCompletionNewParams{Model: o.model.Model}
 	for i, m := range req.Messages {
 		mp, err := messageParam(m)
@@ -443,18 +456,18 @@ func (o *OpenAI) chatParams(req Request) (openai.ChatCompletionNewParams, error)
 // messageParam builds one SDK message. Assistant turns are rebuilt field by
 // field: the SDK's ToParam emits null tool calls when a server left out
 // their "type", which breaks the next request.
-func messageParam(m Message) (openai.ChatCompletionMessageParamUnion, error) {
+func messageParam(m llm.Message) (openai.ChatCompletionMessageParamUnion, error) {
 	switch m.Role {
-	case RoleSystem:
+	case llm.RoleSystem:
 		return openai.SystemMessage(m.Content), nil
-	case RoleUser:
+	case llm.RoleUser:
 		return openai.UserMessage(m.Content), nil
-	case RoleTool:
+	case llm.RoleTool:
 		if m.ToolCallID == "" {
 			return openai.ChatCompletionMessageParamUnion{}, errors.New("tool result has no tool_call_id")
 		}
 		return openai.ToolMessage(m.Content, m.ToolCallID), nil
-	case RoleAssistant:
+	case llm.RoleAssistant:
 		a := openai.ChatCompletionAssistantMessageParam{}
 		if m.Content != "" || len(m.ToolCalls) == 0 {
 			a.Content.OfString = openai.String(m.Content)
@@ -475,9 +488,9 @@ func messageParam(m Message) (openai.ChatCompletionMessageParamUnion, error) {
 	}
 }
 
-func (o *OpenAI) response(comp *openai.ChatCompletion, req Request) Response {
+func (o *Provider) response(comp *openai.ChatCompletion, req llm.Request) llm.Response {
 	ch := comp.Choices[0]
-	msg := Message{Role: RoleAssistant, Content: ch.Message.Content}
+	msg := llm.Message{Role: llm.RoleAssistant, Content: ch.Message.Content}
 	if msg.Content == "" && ch.Message.Refusal != "" {
 		msg.Content = ch.Message.Refusal
 	}
@@ -486,24 +499,24 @@ func (o *OpenAI) response(comp *openai.ChatCompletion, req Request) Response {
 		if id == "" {
 			id = fmt.Sprintf("call_%d", i)
 		}
-		msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: id, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: id, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
-	var u Usage
+	var u llm.Usage
 	if reportsUsage(comp) {
 		u = o.reportedUsage(comp)
 	} else {
 		// Charged at an estimate rather than at nothing, so a budget still
 		// bounds an endpoint that reports no usage.
-		in, out := charTokens(requestChars(req)), charTokens(messageChars(msg))
-		u = o.priced(Usage{InputTokens: in, OutputTokens: out, EstimatedTokens: in + out, Calls: 1})
+		in, out := llm.RequestTokens(req), llm.AnswerTokens(msg)
+		u = o.priced(llm.Usage{InputTokens: in, OutputTokens: out, EstimatedTokens: in + out, Calls: 1})
 	}
-	return Response{Message: msg, Usage: u, FinishReason: string(ch.FinishReason), Model: comp.Model}
+	return llm.Response{Message: msg, Usage: u, FinishReason: string(ch.FinishReason), Model: comp.Model}
 }
 
 // reportedUsage is the usage the endpoint reported, priced from the
 // configured prices, else at the cost the endpoint reported, if any.
-func (o *OpenAI) reportedUsage(comp *openai.ChatCompletion) Usage {
-	u := o.priced(Usage{InputTokens: comp.Usage.PromptTokens, OutputTokens: comp.Usage.CompletionTokens,
+func (o *Provider) reportedUsage(comp *openai.ChatCompletion) llm.Usage {
+	u := o.priced(llm.Usage{InputTokens: comp.Usage.PromptTokens, OutputTokens: comp.Usage.CompletionTokens,
 		CachedInputTokens: comp.Usage.PromptTokensDetails.CachedTokens, Calls: 1})
 	if !u.CostKnown {
 		if f, ok := comp.Usage.JSON.ExtraFields["cost"]; ok {

@@ -1,8 +1,9 @@
-package llm_test
+package openaiapi_test
 
 import (
 	"context"
 	"math"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -20,7 +21,7 @@ func TestAnswerWithoutUsageIsEstimated(t *testing.T) {
 	in, out := 1000.0, 4000.0
 	m.PriceInputPerMTok, m.PriceOutputPerMTok = &in, &out
 	ledger := llm.NewLedger(llm.Limits{})
-	c := &llm.Client{Provider: newOpenAI(t, m, nil), Ledger: ledger, Role: "planner"}
+	c := &llm.Client{Provider: newProvider(t, m, nil), Ledger: ledger, Role: "planner"}
 	prompt := strings.Repeat("p", 800)
 	resp, err := c.Complete(context.Background(), llm.Request{Caller: "planner", Messages: []llm.Message{{Role: llm.RoleUser, Content: prompt}}})
 	if err != nil {
@@ -43,7 +44,7 @@ func TestAnswerWithoutUsageIsEstimated(t *testing.T) {
 func TestReportedUsageIsNotEstimated(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	srv.Push(llmtest.Text("ok").WithUsage(10, 5))
-	c := &llm.Client{Provider: newOpenAI(t, testModel(srv.URL()), nil), Ledger: llm.NewLedger(llm.Limits{}), Role: "planner"}
+	c := &llm.Client{Provider: newProvider(t, testModel(srv.URL()), nil), Ledger: llm.NewLedger(llm.Limits{}), Role: "planner"}
 	resp, err := c.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +72,13 @@ func TestFailedAttemptsAreChargedWhatWasSent(t *testing.T) {
 			llm.Usage{Calls: 1, Failures: 1, Retries: 2}},
 		{"401 charged as sent", []llmtest.Reply{llmtest.Status(401, "invalid api key")}, true, true,
 			llm.Usage{InputTokens: 100, EstimatedTokens: 100, Calls: 1, Failures: 1}},
+		{"connection reset after the request was read, charged as sent",
+			[]llmtest.Reply{llmtest.ConnectionReset(), llmtest.ConnectionReset(), llmtest.ConnectionReset()}, true, true,
+			llm.Usage{InputTokens: 300, EstimatedTokens: 300, Calls: 1, Failures: 1, Retries: 2}},
+		{"connection reset then answered", []llmtest.Reply{llmtest.ConnectionReset(), llmtest.Text("ok").WithUsage(10, 5)}, true, false,
+			llm.Usage{InputTokens: 110, OutputTokens: 5, EstimatedTokens: 100, Calls: 1, Retries: 1}},
+		{"connection reset, reported only", []llmtest.Reply{llmtest.ConnectionReset(), llmtest.Text("ok").WithUsage(10, 5)}, false, false,
+			llm.Usage{InputTokens: 10, OutputTokens: 5, Calls: 1, Retries: 1}},
 		{"malformed then answered", []llmtest.Reply{llmtest.Malformed(), llmtest.Text("ok").WithUsage(10, 5)}, true, false,
 			llm.Usage{InputTokens: 110, OutputTokens: 5, EstimatedTokens: 100, Calls: 1, Retries: 1}},
 		{"malformed then answered, reported only", []llmtest.Reply{llmtest.Malformed(), llmtest.Text("ok").WithUsage(10, 5)}, false, false,
@@ -81,7 +89,7 @@ func TestFailedAttemptsAreChargedWhatWasSent(t *testing.T) {
 			srv := llmtest.NewServer(t)
 			srv.Push(tt.replies...)
 			ledger := llm.NewLedger(llm.Limits{ChargeSent: tt.chargeSent})
-			c := &llm.Client{Provider: newOpenAI(t, testModel(srv.URL()), &sleepLog{}), Ledger: ledger.Child("row"), Role: "planner"}
+			c := &llm.Client{Provider: newProvider(t, testModel(srv.URL()), &sleepLog{}), Ledger: ledger.Child("row"), Role: "planner"}
 			_, err := c.Complete(context.Background(), llm.Request{Caller: "planner/t1", Messages: []llm.Message{{Role: llm.RoleUser, Content: prompt}}})
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
@@ -92,5 +100,24 @@ func TestFailedAttemptsAreChargedWhatWasSent(t *testing.T) {
 				t.Errorf("charged %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// A connection that never carried the request (nothing listens) is
+// retried and counted, but charged no tokens even under ChargeSent: the
+// endpoint consumed nothing.
+func TestRefusedConnectionIsChargedNothing(t *testing.T) {
+	dead := httptest.NewServer(nil)
+	url := dead.URL + "/v1"
+	dead.Close()
+	ledger := llm.NewLedger(llm.Limits{ChargeSent: true})
+	c := &llm.Client{Provider: newProvider(t, testModel(url), &sleepLog{}), Ledger: ledger, Role: "planner"}
+	_, err := c.Complete(context.Background(), llm.Request{Caller: "planner", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hello"}}})
+	if err == nil || !strings.Contains(err.Error(), "connection") {
+		t.Fatalf("err = %v, want a connection failure", err)
+	}
+	want := llm.Usage{Calls: 1, Failures: 1, Retries: 2}
+	if got := ledger.Total(); got != want {
+		t.Errorf("charged %+v, want %+v", got, want)
 	}
 }

@@ -1,4 +1,4 @@
-package llm_test
+package openaiapi_test
 
 import (
 	"context"
@@ -14,13 +14,14 @@ import (
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/llm/llmtest"
+	"github.com/mediated-coevo/harness/llm/openaiapi"
 )
 
 func ptr[T any](v T) *T { return &v }
 
 func testModel(url string) config.Model {
 	return config.Model{
-		Provider:   llm.ProviderOpenAI,
+		Provider:   config.ProviderOpenAI,
 		BaseURL:    url,
 		Model:      "test-model",
 		MaxRetries: 2,
@@ -47,13 +48,13 @@ func (s *sleepLog) get() []time.Duration {
 	return append([]time.Duration(nil), s.waits...)
 }
 
-func newOpenAI(t *testing.T, m config.Model, sl *sleepLog) *llm.OpenAI {
+func newProvider(t *testing.T, m config.Model, sl *sleepLog) *openaiapi.Provider {
 	t.Helper()
-	b := llm.Backoff{Base: time.Millisecond, Max: 50 * time.Millisecond}
+	b := openaiapi.Backoff{Base: time.Millisecond, Max: 50 * time.Millisecond}
 	if sl != nil {
 		b.Sleep = sl.sleep
 	}
-	p, err := llm.NewOpenAI(m, llm.WithBackoff(b))
+	p, err := openaiapi.New(m, openaiapi.WithBackoff(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ var submitTool = llm.Tool{
 	},
 }
 
-func TestOpenAIToolCallRoundTrip(t *testing.T) {
+func TestToolCallRoundTrip(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	// The first answer leaves out "type":"function", which must not break
 	// the assistant turn sent back in the second request.
@@ -95,7 +96,7 @@ func TestOpenAIToolCallRoundTrip(t *testing.T) {
 	m.TopP = ptr(0.9)
 	m.Seed = ptr(int64(1234))
 	m.MaxTokens = 1024
-	p := newOpenAI(t, m, nil)
+	p := newProvider(t, m, nil)
 	ctx := context.Background()
 
 	msgs := []llm.Message{
@@ -169,13 +170,13 @@ func TestOpenAIToolCallRoundTrip(t *testing.T) {
 	}
 }
 
-func TestOpenAINoKeySendsNoAuthorization(t *testing.T) {
+func TestNoKeySendsNoAuthorization(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	srv.Push(llmtest.Text("hi"))
 	t.Setenv("OPENAI_API_KEY", "sk-must-not-leak")
 	m := testModel(srv.URL())
 	m.APIKeyEnv = "LLMTEST_UNSET_KEY"
-	p := newOpenAI(t, m, nil)
+	p := newProvider(t, m, nil)
 	if _, err := p.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -184,10 +185,10 @@ func TestOpenAINoKeySendsNoAuthorization(t *testing.T) {
 	}
 }
 
-func TestOpenAIStructuredOutputRequest(t *testing.T) {
+func TestStructuredOutputRequest(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	srv.Push(llmtest.Text(`{"plan":"1. do it"}`))
-	p := newOpenAI(t, testModel(srv.URL()), nil)
+	p := newProvider(t, testModel(srv.URL()), nil)
 	_, err := p.Complete(context.Background(), llm.Request{
 		Messages: []llm.Message{{Role: llm.RoleUser, Content: "plan"}},
 		Schema: map[string]any{"type": "object", "properties": map[string]any{"plan": map[string]any{"type": "string"}},
@@ -218,7 +219,7 @@ func TestOpenAIStructuredOutputRequest(t *testing.T) {
 	}
 }
 
-func TestOpenAIRetries(t *testing.T) {
+func TestRetries(t *testing.T) {
 	user := []llm.Message{{Role: llm.RoleUser, Content: "hello"}}
 	tests := []struct {
 		name         string
@@ -292,7 +293,7 @@ func TestOpenAIRetries(t *testing.T) {
 			}
 			sl := &sleepLog{}
 			ledger := llm.NewLedger(llm.Limits{})
-			c := &llm.Client{Provider: newOpenAI(t, m, sl), Ledger: ledger, Role: "planner"}
+			c := &llm.Client{Provider: newProvider(t, m, sl), Ledger: ledger, Role: "planner"}
 			resp, err := c.Complete(context.Background(), llm.Request{Caller: "planner", Messages: user})
 			if got := srv.Count(); got != tt.wantAttempts {
 				t.Errorf("server saw %d attempts, want %d", got, tt.wantAttempts)
@@ -331,13 +332,13 @@ func TestOpenAIRetries(t *testing.T) {
 	}
 }
 
-func TestOpenAIBackoffGrowsWithJitter(t *testing.T) {
+func TestBackoffGrowsWithJitter(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	srv.Push(llmtest.ServerError(), llmtest.ServerError(), llmtest.ServerError(), llmtest.Text("ok"))
 	m := testModel(srv.URL())
 	m.MaxRetries = 3
 	sl := &sleepLog{}
-	p, err := llm.NewOpenAI(m, llm.WithBackoff(llm.Backoff{Base: 100 * time.Millisecond, Max: 300 * time.Millisecond, Sleep: sl.sleep}))
+	p, err := openaiapi.New(m, openaiapi.WithBackoff(openaiapi.Backoff{Base: 100 * time.Millisecond, Max: 300 * time.Millisecond, Sleep: sl.sleep}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,23 +359,23 @@ func TestOpenAIBackoffGrowsWithJitter(t *testing.T) {
 	}
 }
 
-func TestOpenAIConnectionErrorIsRetried(t *testing.T) {
+func TestConnectionErrorIsRetried(t *testing.T) {
 	dead := httptest.NewServer(nil)
 	url := dead.URL + "/v1"
 	dead.Close() // nothing listens there any more: connection refused on loopback
-	p := newOpenAI(t, testModel(url), &sleepLog{})
+	p := newProvider(t, testModel(url), &sleepLog{})
 	_, err := p.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}})
 	if err == nil || !strings.Contains(err.Error(), "giving up after 3 attempts") || !strings.Contains(err.Error(), "connection") {
 		t.Fatalf("err = %v, want a connection failure after 3 attempts", err)
 	}
 }
 
-func TestOpenAICancelStopsRetrying(t *testing.T) {
+func TestCancelStopsRetrying(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	srv.Push(llmtest.ServerError(), llmtest.ServerError(), llmtest.ServerError())
 	ctx, cancel := context.WithCancel(context.Background())
 	sl := func(ctx context.Context, d time.Duration) error { cancel(); return ctx.Err() }
-	p, err := llm.NewOpenAI(testModel(srv.URL()), llm.WithBackoff(llm.Backoff{Sleep: sl}))
+	p, err := openaiapi.New(testModel(srv.URL()), openaiapi.WithBackoff(openaiapi.Backoff{Sleep: sl}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +392,7 @@ func TestOpenAICancelStopsRetrying(t *testing.T) {
 	}
 }
 
-func TestOpenAICost(t *testing.T) {
+func TestCost(t *testing.T) {
 	tests := []struct {
 		name      string
 		priceIn   *float64
@@ -418,7 +419,7 @@ func TestOpenAICost(t *testing.T) {
 			srv.Push(tt.reply)
 			m := testModel(srv.URL())
 			m.PriceInputPerMTok, m.PriceOutputPerMTok, m.PriceCachedInputPerMTok = tt.priceIn, tt.priceOut, tt.priceCached
-			resp, err := newOpenAI(t, m, nil).Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}})
+			resp, err := newProvider(t, m, nil).Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -433,7 +434,7 @@ func TestOpenAICost(t *testing.T) {
 	}
 }
 
-func TestNewOpenAIRejectsIncompleteModel(t *testing.T) {
+func TestNewRejectsIncompleteModel(t *testing.T) {
 	tests := []struct {
 		name string
 		m    config.Model
@@ -444,39 +445,8 @@ func TestNewOpenAIRejectsIncompleteModel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := llm.NewOpenAI(tt.m); err == nil || !strings.Contains(err.Error(), tt.want) {
+			if _, err := openaiapi.New(tt.m); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v, want it to mention %q", err, tt.want)
-			}
-		})
-	}
-}
-
-func TestNewProvider(t *testing.T) {
-	tests := []struct {
-		name        string
-		m           config.Model
-		wantOffline bool
-		wantErr     string
-	}{
-		{"offline", config.Model{Provider: "offline"}, true, ""},
-		{"openai", config.Model{Provider: "openai", BaseURL: "http://127.0.0.1:1/v1", Model: "m"}, false, ""},
-		{"empty", config.Model{Model: "m"}, false, "has no provider"},
-		{"unknown", config.Model{Provider: "anthropic", Model: "m"}, false, `unknown provider "anthropic"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p, err := llm.NewProvider(tt.m, 1)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if p.Offline() != tt.wantOffline {
-				t.Errorf("Offline() = %v", p.Offline())
 			}
 		})
 	}

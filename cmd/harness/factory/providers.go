@@ -1,0 +1,27 @@
+package factory
+
+import (
+	"fmt"
+
+	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/llm"
+	"github.com/mediated-coevo/harness/llm/openaiapi"
+)
+
+// NewProvider builds the provider a model configuration names. seed feeds
+// the offline provider; an endpoint takes its seed from the model or the
+// request. The choice is made here, at the composition root, so that only
+// the program carries the endpoint's SDK (llm/openaiapi).
+func NewProvider(m config.Model, seed int64) (llm.Provider, error) {
+	switch m.Provider {
+	case config.ProviderOpenAI:
+		return openaiapi.New(m)
+	case config.ProviderOffline:
+		return llm.NewOffline(seed), nil
+	case "":
+		return nil, fmt.Errorf("model %q has no provider; set provider = %q or %q", m.Model, config.ProviderOpenAI, config.ProviderOffline)
+	default:
+		return nil, fmt.Errorf("model %q: unknown provider %q; use %q (any OpenAI-compatible endpoint) or %q",
+			m.Model, m.Provider, config.ProviderOpenAI, config.ProviderOffline)
+	}
+}
