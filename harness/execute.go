@@ -108,6 +108,8 @@ func newLedger(cfg *config.Config) *llm.Ledger {
 		ChargeSent: cfg.Budget.ChargeFailed != config.ChargeReported})
 }
 
+// planExecution is the state of one ExecutePlan call: the plan's rows share
+// its trial runner, ledger and model connections.
 type planExecution struct {
 	opts   ExecOptions
 	cfg    *config.Config
