@@ -185,7 +185,7 @@ func makeJobDir(jobDir string) error {
 	if jobDir == "" {
 		return nil
 	}
-	for _, sub := range []string{"agent", "verifier"} {
+	for _, sub := range []string{rundir.AgentDir, rundir.VerifierDir} {
 		if err := os.MkdirAll(filepath.Join(jobDir, sub), 0o755); err != nil {
 			return fmt.Errorf("create job directory: %w", err)
 		}
@@ -349,7 +349,7 @@ func (r *Runner) runVerifier(ctx context.Context, spec TrialSpec, sb Sandbox) Ve
 			return VerifierResult{Err: fmt.Errorf("create a directory for verifier logs: %w", err)}
 		}
 		defer os.RemoveAll(tmp)
-		logDir = filepath.Join(tmp, "verifier")
+		logDir = filepath.Join(tmp, rundir.VerifierDir)
 	}
 	vctx, cancel := context.WithTimeout(ctx, timeout+copyMargin)
 	defer cancel()

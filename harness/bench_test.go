@@ -81,7 +81,7 @@ func BenchmarkIterationOverhead(b *testing.B) {
 				b.StopTimer()
 				tr := newBenchRun(b, base, c.cond, c.pol, c.agent, tasks, iterations)
 				b.StartTimer()
-				res := tr.run.Execute(context.Background())
+				res := tr.run.Iterate(context.Background())
 				if res.Err != nil || res.Scored != len(tasks)*iterations {
 					b.Fatalf("run: status %s, %d scored of %d, err %v", res.Status, res.Scored, len(tasks)*iterations, res.Err)
 				}
@@ -182,7 +182,7 @@ func BenchmarkContainerRunNop(b *testing.B) {
 				tr := newBenchRun(b, base, conditions.NoFeedback, conditions.PolicyNone, AgentNop, ids, 1)
 				tr.run.Tasks, tr.run.Trials, tr.run.Concurrency = tasks, runner, j
 				b.StartTimer()
-				res := tr.run.Execute(ctx)
+				res := tr.run.Iterate(ctx)
 				if res.Err != nil || res.Scored != nTasks {
 					b.Fatalf("run at -j %d: status %s, %d of %d scored, %d env failures, err %v",
 						j, res.Status, res.Scored, nTasks, res.EnvFailures, res.Err)
@@ -225,7 +225,7 @@ func BenchmarkIterationGrowth(b *testing.B) {
 			}
 		}
 		b.StartTimer()
-		if res := tr.run.Execute(context.Background()); res.Err != nil || res.Scored != nTasks*iterations {
+		if res := tr.run.Iterate(context.Background()); res.Err != nil || res.Scored != nTasks*iterations {
 			b.Fatalf("run: status %s, %d scored of %d, err %v", res.Status, res.Scored, nTasks*iterations, res.Err)
 		}
 	}

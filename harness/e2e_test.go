@@ -91,7 +91,7 @@ func TestOfflineRunEachCondition(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := Execute(context.Background(), onEngine(t, ExecOptions{Plan: p}))
+			out, err := ExecutePlan(context.Background(), onEngine(t, ExecOptions{Plan: p}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +142,7 @@ func TestOfflineFullCoevolutionOnSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := Execute(context.Background(), onEngine(t, ExecOptions{Plan: p}))
+	out, err := ExecutePlan(context.Background(), onEngine(t, ExecOptions{Plan: p}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestMatrixInterruptedMidRowResumes(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var done atomic.Int32
-	out, err := Execute(ctx, onEngine(t, ExecOptions{Plan: p, Events: func(e Event) {
+	out, err := ExecutePlan(ctx, onEngine(t, ExecOptions{Plan: p, Events: func(e Event) {
 		if e.Kind == "trial_done" && done.Add(1) == 5 {
 			cancel() // mid-row: the third iteration-trial of some row
 		}
@@ -224,7 +224,7 @@ func TestMatrixInterruptedMidRowResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out2, err := Execute(context.Background(), onEngine(t, ExecOptions{Plan: resumed}))
+	out2, err := ExecutePlan(context.Background(), onEngine(t, ExecOptions{Plan: resumed}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestMatrixInterruptedMidRowResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out3, err := Execute(context.Background(), onEngine(t, ExecOptions{Plan: again}))
+	out3, err := ExecutePlan(context.Background(), onEngine(t, ExecOptions{Plan: again}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 // had checkpointed when this element started, so a budget already spent
 // stops it at once; what concurrent elements spend afterwards is not seen
 // until they checkpoint and another element starts (docs/scale.md).
-func (ex *execution) element(ctx context.Context) (*Outcome, error) {
+func (ex *planExecution) element(ctx context.Context) (*Outcome, error) {
 	p := ex.opts.Plan
 	md, err := rundir.Open(p.ResumeDir)
 	if err != nil {
@@ -53,7 +53,7 @@ func (ex *execution) element(ctx context.Context) (*Outcome, error) {
 // removeRowLeftovers removes what an earlier process of the row left
 // running, holding the row's lock meanwhile so that a process still
 // running the row is never robbed of its containers.
-func (ex *execution) removeRowLeftovers(ctx context.Context, md *rundir.Dir, row string) error {
+func (ex *planExecution) removeRowLeftovers(ctx context.Context, md *rundir.Dir, row string) error {
 	if _, err := os.Stat(filepath.Join(md.RowPath(row), rundir.ManifestFile)); err != nil {
 		return nil // a new row: nothing of it can be running
 	}
@@ -77,7 +77,7 @@ func OpenMatrix(o ExecOptions) (*rundir.Dir, *Outcome, error) {
 	if p == nil || p.Config() == nil || p.Kind != rundir.KindMatrix {
 		return nil, nil, errors.New("open matrix: the plan is not a matrix plan; build it with BuildMatrixPlan")
 	}
-	ex := &execution{opts: o, cfg: p.Config(), ledger: newLedger(p.Config())}
+	ex := &planExecution{opts: o, cfg: p.Config(), ledger: newLedger(p.Config())}
 	md, refused, err := ex.openMatrix()
 	if refused != nil {
 		return nil, refused, err

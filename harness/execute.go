@@ -68,10 +68,10 @@ type Outcome struct {
 	Err         error `json:"-"`
 }
 
-// Execute carries out a plan with the backend and model providers it is
+// ExecutePlan carries out a plan with the backend and model providers it is
 // given: it creates (or reopens, for --resume) the run or matrix directory
 // and runs every row.
-func Execute(ctx context.Context, o ExecOptions) (*Outcome, error) {
+func ExecutePlan(ctx context.Context, o ExecOptions) (*Outcome, error) {
 	p := o.Plan
 	cfg := p.Config()
 	switch {
@@ -95,7 +95,7 @@ func Execute(ctx context.Context, o ExecOptions) (*Outcome, error) {
 	if conns == nil {
 		conns = llm.NewConnections()
 	}
-	ex := &execution{opts: o, cfg: cfg, tasks: o.Tasks, pool: o.Pool, trials: trials, ledger: ledger, conns: conns}
+	ex := &planExecution{opts: o, cfg: cfg, tasks: o.Tasks, pool: o.Pool, trials: trials, ledger: ledger, conns: conns}
 	if p.Kind == rundir.KindMatrix {
 		return ex.matrix(ctx)
 	}
@@ -108,7 +108,9 @@ func newLedger(cfg *config.Config) *llm.Ledger {
 		ChargeSent: cfg.Budget.ChargeFailed != config.ChargeReported})
 }
 
-type execution struct {
+// planExecution is the state of one ExecutePlan call: the plan's rows share
+// its trial runner, ledger and model connections.
+type planExecution struct {
 	opts   ExecOptions
 	cfg    *config.Config
 	tasks  []*benchmarks.Task
@@ -118,7 +120,7 @@ type execution struct {
 	conns  *llm.Connections
 }
 
-func (ex *execution) manifest(row RowSpec, matrixID string) rundir.Manifest {
+func (ex *planExecution) manifest(row RowSpec, matrixID string) rundir.Manifest {
 	p := ex.opts.Plan
 	return rundir.Manifest{Kind: rundir.KindRun, Name: row.Name, MatrixID: matrixID, Tasks: p.Tasks, TaskSet: p.TaskSet,
 		ValidateTasks: p.ValidateTasks, HeldOutTasks: p.HeldOutTasks,
@@ -126,12 +128,12 @@ func (ex *execution) manifest(row RowSpec, matrixID string) rundir.Manifest {
 		Lab: row.Lab, Agent: p.Agent, Seed: row.Seed, Offline: p.Offline}
 }
 
-func (ex *execution) meta() config.RunMeta {
+func (ex *planExecution) meta() config.RunMeta {
 	return config.RunMeta{Args: ex.opts.Args, Offline: ex.opts.Plan.Offline}
 }
 
 // prepareRow creates a row directory with its own copy of the skills.
-func (ex *execution) prepareRow(base, dirName string, row RowSpec, matrixID string) (*rundir.Dir, error) {
+func (ex *planExecution) prepareRow(base, dirName string, row RowSpec, matrixID string) (*rundir.Dir, error) {
 	cfg := ex.cfg.Clone()
 	cfg.Experiment.Seed = row.Seed
 	d, err := rundir.Create(base, rundir.Spec{Manifest: ex.manifest(row, matrixID), DirName: dirName, Config: cfg, Meta: ex.meta(),
@@ -152,7 +154,7 @@ func (ex *execution) prepareRow(base, dirName string, row RowSpec, matrixID stri
 	return d, nil
 }
 
-func (ex *execution) single(ctx context.Context) (*Outcome, error) {
+func (ex *planExecution) single(ctx context.Context) (*Outcome, error) {
 	p := ex.opts.Plan
 	row := p.Rows[0]
 	var d *rundir.Dir
@@ -183,7 +185,7 @@ func (ex *execution) single(ctx context.Context) (*Outcome, error) {
 	return out, nil
 }
 
-func (ex *execution) runRow(ctx context.Context, d *rundir.Dir, row RowSpec, matrixID string, ledger *llm.Ledger) RowOutcome {
+func (ex *planExecution) runRow(ctx context.Context, d *rundir.Dir, row RowSpec, matrixID string, ledger *llm.Ledger) RowOutcome {
 	p := ex.opts.Plan
 	ro := RowOutcome{Name: row.Name, Dir: d.Path}
 	calls, err := OpenCallLog(d.Path, ex.cfg)
@@ -210,7 +212,7 @@ func (ex *execution) runRow(ctx context.Context, d *rundir.Dir, row RowSpec, mat
 	if matrixID != "" {
 		run.MatrixLedger = ex.ledger
 	}
-	ro.Result = run.Execute(ctx)
+	ro.Result = run.Iterate(ctx)
 	ro.Status = ro.Result.Status
 	if ro.Result.Err != nil {
 		ro.Error = ro.Result.Err.Error()
@@ -253,7 +255,7 @@ func agentFactory(cfg *config.Config, kind, labID string, clients *Clients) (Age
 
 // matrix runs every row of a matrix plan, rows concurrently up to -j, all
 // sharing one budget and one cap on live containers.
-func (ex *execution) matrix(ctx context.Context) (*Outcome, error) {
+func (ex *planExecution) matrix(ctx context.Context) (*Outcome, error) {
 	p := ex.opts.Plan
 	if p.OnlyRow != "" {
 		return ex.element(ctx)
@@ -292,7 +294,7 @@ func (ex *execution) matrix(ctx context.Context) (*Outcome, error) {
 // refused resume returns its outcome and leaves the directory exactly as it
 // was: no row is created, touched or run. The directory is returned locked;
 // on an error or a refusal its lock is released.
-func (ex *execution) openMatrix() (md *rundir.Dir, refused *Outcome, err error) {
+func (ex *planExecution) openMatrix() (md *rundir.Dir, refused *Outcome, err error) {
 	p := ex.opts.Plan
 	defer func() {
 		if md != nil && (err != nil || refused != nil) {
@@ -335,7 +337,7 @@ func (ex *execution) openMatrix() (md *rundir.Dir, refused *Outcome, err error) 
 // ended in plan order. Each row runs up to -j tasks at once too, so the
 // rows share one budget of -j trials in flight; without it -j rows of -j
 // tasks would queue for the backend's containers inside their trials.
-func (ex *execution) runRows(ctx context.Context, md *rundir.Dir) []RowOutcome {
+func (ex *planExecution) runRows(ctx context.Context, md *rundir.Dir) []RowOutcome {
 	p := ex.opts.Plan
 	rows := make([]RowOutcome, len(p.Rows))
 	sem := make(chan struct{}, max(1, p.Concurrency))
@@ -390,7 +392,7 @@ func (ex *execution) runRows(ctx context.Context, md *rundir.Dir) []RowOutcome {
 // which): it is skipped and said so, and counts as interrupted, so the
 // matrix stays resumable rather than failed; the row's own record is that
 // process's.
-func (ex *execution) heldRow(md *rundir.Dir, row RowSpec, err error) RowOutcome {
+func (ex *planExecution) heldRow(md *rundir.Dir, row RowSpec, err error) RowOutcome {
 	msg := fmt.Sprintf("skipped: another process is running it; resume the matrix again once it is done (%v)", err)
 	if ex.opts.Events != nil {
 		ex.opts.Events(Event{Kind: EventRowHeld, Row: row.Name, Message: msg})
@@ -469,7 +471,7 @@ func (out *Outcome) tally() {
 // checkFingerprint refuses, unless the resume is forced, to resume a matrix
 // whose configuration differs from the one it started with: the matrix's
 // own run.json and every checkpointed row must agree. It only reads.
-func (ex *execution) checkFingerprint(md *rundir.Dir) error {
+func (ex *planExecution) checkFingerprint(md *rundir.Dir) error {
 	if ex.opts.ForceResume {
 		return nil
 	}
@@ -498,7 +500,7 @@ func (ex *execution) checkFingerprint(md *rundir.Dir) error {
 // checkpointed rows already spent, and restores its wall clock, so a
 // resumed matrix keeps one budget. A row whose state cannot be trusted
 // stops the resume before any row runs.
-func (ex *execution) restoreMatrixLedger(md *rundir.Dir, rows []string) error {
+func (ex *planExecution) restoreMatrixLedger(md *rundir.Dir, rows []string) error {
 	var elapsed time.Duration
 	for _, row := range rows {
 		if _, err := os.Stat(filepath.Join(md.RowPath(row), rundir.ManifestFile)); err != nil {
@@ -528,7 +530,7 @@ func (ex *execution) restoreMatrixLedger(md *rundir.Dir, rows []string) error {
 	return nil
 }
 
-func (ex *execution) openOrCreateRow(md *rundir.Dir, row RowSpec) (*rundir.Dir, error) {
+func (ex *planExecution) openOrCreateRow(md *rundir.Dir, row RowSpec) (*rundir.Dir, error) {
 	if _, err := os.Stat(filepath.Join(md.RowPath(row.Name), rundir.ManifestFile)); err == nil {
 		d, err := md.OpenRow(row.Name)
 		if err == nil {

@@ -29,7 +29,7 @@ type leftoverRemover interface {
 // ends (again true): the engine may finish creating a container a killed
 // process asked for after the first sweep; that one is only reported when
 // there was something to remove.
-func (ex *execution) removeLeftovers(ctx context.Context, d *rundir.Dir, again bool) error {
+func (ex *planExecution) removeLeftovers(ctx context.Context, d *rundir.Dir, again bool) error {
 	rm, ok := ex.opts.Backend.(leftoverRemover)
 	if !ok {
 		return nil

@@ -62,7 +62,7 @@ func TestLeftoverHelperProcess(t *testing.T) {
 		t.Skip("helper process for TestResumeRemovesWhatAKilledProcessLeft")
 	}
 	p := leftoverPlan(t, os.Getenv(leftoverKindEnv), out, "")
-	if _, err := Execute(context.Background(), onEngine(t, ExecOptions{Plan: p})); err != nil {
+	if _, err := ExecutePlan(context.Background(), onEngine(t, ExecOptions{Plan: p})); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -121,7 +121,7 @@ func TestResumeRemovesWhatAKilledProcessLeft(t *testing.T) {
 			}
 
 			var swept []string
-			res, err := Execute(context.Background(), onEngine(t, ExecOptions{Plan: leftoverPlan(t, kind, "", dirs[0]),
+			res, err := ExecutePlan(context.Background(), onEngine(t, ExecOptions{Plan: leftoverPlan(t, kind, "", dirs[0]),
 				Events: func(e Event) {
 					if e.Kind == EventLeftoversRemoved {
 						swept = append(swept, e.Message)
@@ -147,7 +147,7 @@ func TestResumeRemovesWhatAKilledProcessLeft(t *testing.T) {
 				t.Errorf("the resume said %q, want at least %d containers removed", swept[0], len(left))
 			}
 			// The same plan, uninterrupted, gives the same dataset.
-			whole, err := Execute(context.Background(), onEngine(t, ExecOptions{Plan: leftoverPlan(t, kind, t.TempDir(), "")}))
+			whole, err := ExecutePlan(context.Background(), onEngine(t, ExecOptions{Plan: leftoverPlan(t, kind, t.TempDir(), "")}))
 			if err != nil || whole.Status != rundir.StatusCompleted {
 				t.Fatalf("uninterrupted run: %v, %+v", err, whole)
 			}

@@ -44,7 +44,7 @@ func TestResumeHelperProcess(t *testing.T) {
 	}
 	tr := buildTestRun(cfg, d, conditions.LearnedMediator, conditions.PolicyAll, resumeTasks, resumeIters)
 	tr.trials.delay = 15 * time.Millisecond
-	if res := tr.run.Execute(context.Background()); res.Err != nil {
+	if res := tr.run.Iterate(context.Background()); res.Err != nil {
 		t.Fatal(res.Err)
 	}
 }

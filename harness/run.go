@@ -157,8 +157,8 @@ func (r *Run) emit(e Event) {
 	}
 }
 
-// Execute runs (or resumes) the row to its end.
-func (r *Run) Execute(ctx context.Context) (res Result) {
+// Iterate runs (or resumes) the row to its end, one iteration after another.
+func (r *Run) Iterate(ctx context.Context) (res Result) {
 	if res, done := r.alreadyCompleted(); done {
 		return res
 	}

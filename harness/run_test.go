@@ -153,7 +153,7 @@ func buildTestRun(cfg *config.Config, d *rundir.Dir, cond conditions.Condition, 
 
 func (tr *testRun) execute(t *testing.T) Result {
 	t.Helper()
-	res := tr.run.Execute(context.Background())
+	res := tr.run.Iterate(context.Background())
 	if res.Err != nil {
 		t.Fatalf("run failed: %v", res.Err)
 	}
@@ -439,7 +439,7 @@ func TestTinyTokenBudgetStopsTheRunWithStateSaved(t *testing.T) {
 	for _, role := range conditions.ModelRoles() {
 		tr.run.Clients.byRole[role].Ledger = tr.run.Ledger
 	}
-	res := tr.run.Execute(context.Background())
+	res := tr.run.Iterate(context.Background())
 	if res.Status != rundir.StatusBudgetExhausted {
 		t.Fatalf("status %q (err %v), want %s", res.Status, res.Err, rundir.StatusBudgetExhausted)
 	}
@@ -485,7 +485,7 @@ func TestModelFailuresFailTheWorkNotTheRun(t *testing.T) {
 			for _, cl := range tr.run.Clients.byRole {
 				cl.Provider = failingProvider{Provider: cl.Provider, kind: kind}
 			}
-			res := tr.run.Execute(context.Background())
+			res := tr.run.Iterate(context.Background())
 			if res.Status != rundir.StatusCompleted || res.Iterations != 4 {
 				t.Fatalf("run ended %s after %d iterations (%v); want completed after 4", res.Status, res.Iterations, res.Err)
 			}
@@ -529,7 +529,7 @@ func TestResumeRefusesAChangedConfiguration(t *testing.T) {
 	tr.execute(t)
 	changed := testConfig(t, func(c *config.Config) { c.Experiment.RewardMode = "binary" })
 	again := buildTestRun(changed, tr.run.Dir, conditions.NoFeedback, conditions.PolicyNone, []string{"a"}, 3)
-	res := again.run.Execute(context.Background())
+	res := again.run.Iterate(context.Background())
 	if !errors.Is(res.Err, ErrConfigChanged) || !strings.Contains(res.Err.Error(), "--force") {
 		t.Fatalf("resume with a changed configuration: %v; want a refusal that mentions --force", res.Err)
 	}
@@ -538,7 +538,7 @@ func TestResumeRefusesAChangedConfiguration(t *testing.T) {
 	}
 	forced := buildTestRun(changed, tr.run.Dir, conditions.NoFeedback, conditions.PolicyNone, []string{"a"}, 3)
 	forced.run.ForceResume = true
-	if res := forced.run.Execute(context.Background()); res.Err != nil || res.Iterations != 3 {
+	if res := forced.run.Iterate(context.Background()); res.Err != nil || res.Iterations != 3 {
 		t.Fatalf("forced resume: %+v", res)
 	}
 	if got := len(forced.trials.specs); got != 1 {
@@ -567,7 +567,7 @@ func TestResumeRefusesAChangedConfiguration(t *testing.T) {
 	}
 	// A later plain resume with the new configuration goes through.
 	later := buildTestRun(changed, tr.run.Dir, conditions.NoFeedback, conditions.PolicyNone, []string{"a"}, 4)
-	if res := later.run.Execute(context.Background()); res.Err != nil || res.Iterations != 4 {
+	if res := later.run.Iterate(context.Background()); res.Err != nil || res.Iterations != 4 {
 		t.Fatalf("plain resume after a forced one: %+v", res)
 	}
 }

@@ -62,7 +62,7 @@ func readFile(t *testing.T, path string) []byte {
 
 // testMatrix builds a matrix plan (nop agent, offline) and the execution
 // Execute would make for it, with fake trials instead of a backend.
-func testMatrix(t *testing.T, cfg *config.Config, o PlanOptions, force bool) (*execution, *fakeTrials) {
+func testMatrix(t *testing.T, cfg *config.Config, o PlanOptions, force bool) (*planExecution, *fakeTrials) {
 	t.Helper()
 	o.Agent, o.Offline = AgentNop, true
 	p, err := BuildMatrixPlan(cfg, o)
@@ -74,7 +74,7 @@ func testMatrix(t *testing.T, cfg *config.Config, o PlanOptions, force bool) (*e
 		tasks = append(tasks, &benchmarks.Task{ID: id, Instruction: "Solve " + id + "."})
 	}
 	ft := &fakeTrials{reward: map[string]float64{}, status: map[string]executor.Status{}}
-	ex := &execution{opts: ExecOptions{Plan: p, ForceResume: force, Providers: newProvider}, cfg: cfg, tasks: tasks, trials: ft,
+	ex := &planExecution{opts: ExecOptions{Plan: p, ForceResume: force, Providers: newProvider}, cfg: cfg, tasks: tasks, trials: ft,
 		ledger: llm.NewLedger(llm.Limits{})}
 	return ex, ft
 }
@@ -114,7 +114,7 @@ func TestUntrustedStateRefusesEveryResume(t *testing.T) {
 			}
 			for attempt := 1; attempt <= 2; attempt++ {
 				again := buildTestRun(tr.run.Config, tr.run.Dir, conditions.LearnedMediator, conditions.PolicyNone, []string{"a"}, 3)
-				res := again.run.Execute(context.Background())
+				res := again.run.Iterate(context.Background())
 				if !errors.Is(res.Err, rundir.ErrCorruptState) || !strings.Contains(res.Err.Error(), "start a new run") {
 					t.Fatalf("resume %d: %v; want a refusal that says how to recover", attempt, res.Err)
 				}
@@ -286,7 +286,7 @@ func TestBudgetStopRerunsTheIterationOnResume(t *testing.T) {
 			tweak := func(c *config.Config) { c.Experiment.AdvisorBufferMax = 4 }
 			tr := newTestRun(t, conditions.LearnedMediator, conditions.Policy{Executor: true}, []string{"a", "b"}, 3, tweak)
 			tt.setup(tr)
-			res := tr.run.Execute(context.Background())
+			res := tr.run.Iterate(context.Background())
 			if res.Status != rundir.StatusBudgetExhausted {
 				t.Fatalf("status %s (%v), want a budget stop", res.Status, res.Err)
 			}
@@ -346,7 +346,7 @@ func TestPlannerFailureDropsPendingEntries(t *testing.T) {
 				}
 				return nil
 			})
-			tr.run.Execute(context.Background())
+			tr.run.Iterate(context.Background())
 			dir := tr.run.Dir.Path
 			var dropped bool
 			for _, rec := range readJSONL[rundir.HistoryRecord](t, filepath.Join(dir, rundir.HistoryFile)) {
@@ -373,7 +373,7 @@ func TestInterruptSavesTheSpend(t *testing.T) {
 			cancel()
 		}
 	}
-	if res := tr.run.Execute(ctx); res.Status != rundir.StatusInterrupted {
+	if res := tr.run.Iterate(ctx); res.Status != rundir.StatusInterrupted {
 		t.Fatalf("status %s (%v), want interrupted", res.Status, res.Err)
 	}
 	st := mustLoadState(t, tr.run.Dir.Path)
@@ -386,7 +386,7 @@ func TestInterruptSavesTheSpend(t *testing.T) {
 	}
 	// A resume starts from that spend.
 	again := buildTestRun(tr.run.Config, tr.run.Dir, conditions.LearnedMediator, conditions.PolicyNone, []string{"a", "b"}, 3)
-	again.run.Execute(ctx)
+	again.run.Iterate(ctx)
 	if got := again.run.Ledger.Total(); got != spent.Total {
 		t.Errorf("resumed ledger %+v, want %+v", got, spent.Total)
 	}
@@ -432,7 +432,7 @@ func TestErrorBesideABudgetStopFailsTheIteration(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(tr.run.Dir.Path, "artifacts", "traces", "b", "0001.json"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	res := tr.run.Execute(context.Background())
+	res := tr.run.Iterate(context.Background())
 	if res.Status != rundir.StatusFailed {
 		t.Errorf("status %s (%v), want failed", res.Status, res.Err)
 	}

@@ -69,7 +69,7 @@ func TestResumeBesideALiveRunStartedTogether(t *testing.T) {
 		t.Fatalf("two runs share the id %s", filepath.Base(dirs[0]))
 	}
 
-	res, err := Execute(context.Background(), onEngine(t, ExecOptions{Plan: leftoverPlan(t, "run", "", dirs[0])}))
+	res, err := ExecutePlan(context.Background(), onEngine(t, ExecOptions{Plan: leftoverPlan(t, "run", "", dirs[0])}))
 	if err != nil || res.Status != rundir.StatusCompleted {
 		t.Fatalf("resume: %v, %+v", err, res)
 	}

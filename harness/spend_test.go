@@ -27,7 +27,7 @@ func interruptedRun(t *testing.T) *testRun {
 			cancel()
 		}
 	}
-	if res := tr.run.Execute(ctx); res.Status != rundir.StatusInterrupted {
+	if res := tr.run.Iterate(ctx); res.Status != rundir.StatusInterrupted {
 		t.Fatalf("status %s (%v), want interrupted", res.Status, res.Err)
 	}
 	return tr
@@ -104,7 +104,7 @@ func TestSpendJournalCrashWindows(t *testing.T) {
 			tt.crash(t, dir)
 			loaded := mustLoadState(t, dir).Ledger.Total
 			again := buildTestRun(tr.run.Config, tr.run.Dir, conditions.LearnedMediator, conditions.PolicyNone, []string{"a", "b"}, 2)
-			if res := again.run.Execute(context.Background()); res.Err != nil {
+			if res := again.run.Iterate(context.Background()); res.Err != nil {
 				t.Fatalf("resume: %v", res.Err)
 			}
 			resumed := mustLoadState(t, dir).Ledger.Total
@@ -205,7 +205,7 @@ func TestDamagedSpendJournalRefusesResume(t *testing.T) {
 	}
 	before := tr.run.Dir.Manifest().Status
 	again := buildTestRun(tr.run.Config, tr.run.Dir, conditions.LearnedMediator, conditions.PolicyNone, []string{"a", "b"}, 2)
-	res := again.run.Execute(context.Background())
+	res := again.run.Iterate(context.Background())
 	if !errors.Is(res.Err, rundir.ErrDamaged) || !strings.Contains(res.Err.Error(), "spend journal") {
 		t.Fatalf("resume: %v; want the damaged spend journal refused", res.Err)
 	}

@@ -65,7 +65,7 @@ func TestResumeVerifiesWhatTheCheckpointPromises(t *testing.T) {
 				t.Fatal(err)
 			}
 			again := buildTestRun(tr.run.Config, d, conditions.LearnedMediator, conditions.PolicyNone, tasks, tt.resume)
-			res := again.run.Execute(context.Background())
+			res := again.run.Iterate(context.Background())
 			if len(tt.wantErr) == 0 {
 				if res.Err != nil || res.Status != rundir.StatusCompleted || res.Iterations != tt.resume {
 					t.Fatalf("resume: %+v; want completed with %d iterations", res, tt.resume)

@@ -58,17 +58,17 @@ type SandboxBackend interface {
 	Close() error
 }
 
-// executor is how `run` and `matrix` carry out a plan: the Execute hook if
+// planRunner is how `run` and `matrix` carry out a plan: the Execute hook if
 // set, else the orchestrator on the factory's engine and models. Nil when
 // the build has neither: the commands then stop after validation (exit 1).
-func (f *Factory) executor() ExecuteFunc {
+func (f *Factory) planRunner() ExecuteFunc {
 	switch {
 	case f.Execute != nil:
 		return f.Execute
 	case f.Resolver == nil || f.Sandbox == nil || f.Providers == nil:
 		return nil
 	}
-	return func(ctx context.Context, x *Execution) error { return executePlan(ctx, f, x) }
+	return func(ctx context.Context, x *ValidatedPlan) error { return executePlan(ctx, f, x) }
 }
 
 // Run executes one command line against f and maps the outcome to an exit

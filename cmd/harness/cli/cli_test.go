@@ -323,7 +323,7 @@ func TestOverlappingSplitsAreRefused(t *testing.T) {
 			out := prepopulated(t)
 			before := listing(t, out)
 			called := false
-			f := &Factory{Execute: func(context.Context, *Execution) error { called = true; return nil }}
+			f := &Factory{Execute: func(context.Context, *ValidatedPlan) error { called = true; return nil }}
 			r := runCLI(t, f, append(tt.args, "--out", out)...)
 			if r.code != ExitUsage || !strings.Contains(r.errOut, tt.want) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", r.code, r.errOut, tt.want)
@@ -348,8 +348,8 @@ func TestRunWithoutExecutorExits1(t *testing.T) {
 }
 
 func TestExecuteHookReceivesPlanAndSetsExitCode(t *testing.T) {
-	var got *Execution
-	f := &Factory{Execute: func(_ context.Context, x *Execution) error {
+	var got *ValidatedPlan
+	f := &Factory{Execute: func(_ context.Context, x *ValidatedPlan) error {
 		got = x
 		return &ExitError{Code: ExitBudget, Err: errors.New("budget reached")}
 	}}
@@ -497,7 +497,7 @@ func TestExitCode(t *testing.T) {
 
 func TestInterruptedExecutionExits130(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &Factory{Execute: func(ctx context.Context, _ *Execution) error {
+	f := &Factory{Execute: func(ctx context.Context, _ *ValidatedPlan) error {
 		cancel()
 		<-ctx.Done()
 		return ctx.Err()
@@ -588,7 +588,7 @@ func TestSharedNotesWithoutNotesIsWarned(t *testing.T) {
 	}
 	f := testFactory()
 	var started bool
-	f.Execute = func(context.Context, *Execution) error { started = true; return nil }
+	f.Execute = func(context.Context, *ValidatedPlan) error { started = true; return nil }
 	r = runCLI(t, f, "run", "--tasks", "csv-parser", "--condition", "shared_notes", "--skill-updates", "none",
 		"--offline", "--out", t.TempDir())
 	if r.code != 0 || !started {

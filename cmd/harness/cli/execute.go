@@ -29,7 +29,7 @@ const progressIntervalEnv = "HARNESS_PROGRESS_INTERVAL"
 // executePlan runs a validated plan with the orchestrator, on the
 // factory's engine and models, and maps how it ended to the documented exit
 // codes (harness help exit-codes).
-func executePlan(ctx context.Context, f *Factory, x *Execution) (err error) {
+func executePlan(ctx context.Context, f *Factory, x *ValidatedPlan) (err error) {
 	// What the run prints goes through the same redaction as what it writes.
 	redact := x.Config.Redactor()
 	defer func() { err = redact.Error(err) }()
@@ -70,7 +70,7 @@ func writeWarningCounts(w io.Writer, counts map[string]int) {
 // runPlan resolves the plan's tasks before anything else (a missing task
 // is bad usage whether or not an engine answers), then connects to the
 // engine and hands both, with the model providers, to the orchestrator.
-func runPlan(ctx context.Context, f *Factory, x *Execution, prog *progress) (*harness.Outcome, error) {
+func runPlan(ctx context.Context, f *Factory, x *ValidatedPlan, prog *progress) (*harness.Outcome, error) {
 	planned, err := planTasks(ctx, f.Resolver, x.Plan, x.Config, false)
 	if err != nil {
 		return nil, err
@@ -80,7 +80,7 @@ func runPlan(ctx context.Context, f *Factory, x *Execution, prog *progress) (*ha
 		return nil, err
 	}
 	defer backend.Close()
-	return harness.Execute(ctx, harness.ExecOptions{Plan: x.Plan, Tasks: planned.tasks, Pool: planned.pool, ValidateSplit: planned.validate, HeldOut: planned.heldOut, Backend: backend,
+	return harness.ExecutePlan(ctx, harness.ExecOptions{Plan: x.Plan, Tasks: planned.tasks, Pool: planned.pool, ValidateSplit: planned.validate, HeldOut: planned.heldOut, Backend: backend,
 		Providers: f.Providers, Args: x.Args, ForceResume: x.Force, Events: prog.event, OnStart: prog.started})
 }
 

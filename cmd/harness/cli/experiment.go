@@ -20,8 +20,8 @@ import (
 // DefaultOut is where run and matrix directories go unless --out says.
 const DefaultOut = rundir.DefaultRoot
 
-// Execution is everything a validated run or matrix hands to the executor.
-type Execution struct {
+// ValidatedPlan is everything a validated run or matrix hands to the executor.
+type ValidatedPlan struct {
 	Plan   *harness.Plan
 	Config *config.Config // the plan's: --config-dir, --offline and budgets applied
 	Args   []string       // the command line, recorded in config.toml
@@ -36,7 +36,7 @@ type Execution struct {
 
 // ExecuteFunc runs a plan. Its error decides the exit code (see ExitCode):
 // return an *ExitError for codes 3 and 4.
-type ExecuteFunc func(ctx context.Context, x *Execution) error
+type ExecuteFunc func(ctx context.Context, x *ValidatedPlan) error
 
 // errNoExecution is returned when the build has no engine or models wired in.
 var errNoExecution = errors.New("execution is not available in this build: the command line, configuration and design are valid (see the plan with --dry-run), but nothing can be run yet")
@@ -265,7 +265,7 @@ func (o *ExperimentOptions) finish(ctx context.Context, p *harness.Plan) error {
 	for _, w := range p.Warnings {
 		fmt.Fprintln(o.IO.ErrOut, "warning: "+w)
 	}
-	return o.Execute(ctx, &Execution{Plan: p, Config: cfg, Args: o.Args, JSON: o.JSON, Verbose: o.Verbose, Force: o.Force, IO: o.IO})
+	return o.Execute(ctx, &ValidatedPlan{Plan: p, Config: cfg, Args: o.Args, JSON: o.JSON, Verbose: o.Verbose, Force: o.Force, IO: o.IO})
 }
 
 // finishedNote says, when p resumes a run or matrix that completed every

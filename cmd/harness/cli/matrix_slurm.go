@@ -27,7 +27,7 @@ const cancelGrace = 2 * time.Minute
 // completed becomes one array element running `harness matrix --resume DIR
 // --row NAME`. It waits for the array (unless --detach), showing what the
 // rows' directories say, and settles the matrix's status once it has ended.
-func (o *MatrixOptions) runOnSlurm(ctx context.Context, x *Execution) (err error) {
+func (o *MatrixOptions) runOnSlurm(ctx context.Context, x *ValidatedPlan) (err error) {
 	redact := x.Config.Redactor()
 	defer func() { err = redact.Error(err) }()
 	if o.Scheduler == nil || o.Executable == nil {
@@ -105,7 +105,7 @@ func unfinishedRows(dir string, plan *harness.Plan) (rows []string, run []int) {
 // detached prints the submitted array (its id, or with --json the matrix
 // directory and the job) and how to follow and settle it, for a matrix the
 // command does not wait for.
-func detached(x *Execution, dir string, job launch.Job, w io.Writer) error {
+func detached(x *ValidatedPlan, dir string, job launch.Job, w io.Writer) error {
 	if x.JSON {
 		enc := json.NewEncoder(x.IO.Out)
 		enc.SetIndent("", "  ")
@@ -155,7 +155,7 @@ func rowNamesOf(p *harness.Plan) []string {
 // elementCommand is what every element runs, "--row NAME" aside: this
 // binary resuming the matrix with the choices of this command line that a
 // resume takes.
-func (o *MatrixOptions) elementCommand(dir string, x *Execution) ([]string, error) {
+func (o *MatrixOptions) elementCommand(dir string, x *ValidatedPlan) ([]string, error) {
 	exe, err := o.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find the harness binary for the Slurm elements: %w", err)
@@ -189,7 +189,7 @@ func (o *MatrixOptions) elementCommand(dir string, x *Execution) ([]string, erro
 // follow waits for the job array, showing each row's progress as its
 // directory says it. Interrupted, it cancels the array and waits a while
 // for the elements to save their rows. Its error says it lost the array.
-func (o *MatrixOptions) follow(ctx context.Context, sl *launch.Slurm, dir string, job launch.Job, x *Execution, w io.Writer) error {
+func (o *MatrixOptions) follow(ctx context.Context, sl *launch.Slurm, dir string, job launch.Job, x *ValidatedPlan, w io.Writer) error {
 	show := &slurmProgress{w: w, rows: map[string]launch.RowState{}}
 	opts := launch.WaitOptions{Dir: dir, Job: job, Poll: x.Config.Launcher.PollInterval.Duration, Report: show.report}
 	err := sl.Wait(ctx, opts)
@@ -252,7 +252,7 @@ func (p *slurmProgress) report(pr launch.Progress) {
 // settle reads how every row ended, explains each row the job left
 // unfinished with what Slurm or the element says, records the matrix's
 // status, and prints and maps the outcome as a local matrix does.
-func (o *MatrixOptions) settle(ctx context.Context, sl *launch.Slurm, md *rundir.Dir, x *Execution, job *launch.Job) error {
+func (o *MatrixOptions) settle(ctx context.Context, sl *launch.Slurm, md *rundir.Dir, x *ValidatedPlan, job *launch.Job) error {
 	elems := map[string]launch.Element{}
 	if job != nil {
 		for _, e := range job.Elements {

@@ -47,7 +47,7 @@ func TestResumeFinishedRunSaysHowToExtend(t *testing.T) {
 
 	called := false
 	f := testFactory()
-	f.Execute = func(context.Context, *Execution) error { called = true; return nil }
+	f.Execute = func(context.Context, *ValidatedPlan) error { called = true; return nil }
 	r = runCLI(t, f, "run", "--resume", dir, "--offline")
 	if r.code != 0 || called {
 		t.Errorf("resume of a finished run: exit %d, executed %v; want 0 and nothing started", r.code, called)
