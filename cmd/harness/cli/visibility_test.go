@@ -6,8 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mediated-coevo/harness/conditions"
@@ -30,6 +30,25 @@ const commandHead = "HEAD-OF-OUTPUT-31f"
 // the structured roles answer their schema.
 func labServer(t *testing.T) *llmtest.Server {
 	srv := llmtest.NewServer(t)
+	// Plans alternate by their call's seed, in the order the seeds first
+	// arrive: a plan's seed follows its task and iteration (the prompt names
+	// neither iteration nor row), so consecutive iterations get different
+	// plans in every row.
+	var mu sync.Mutex
+	seedOrder := map[int64]int{}
+	writes := func(q llmtest.Request) bool {
+		if q.Chat.Seed == nil {
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		n, ok := seedOrder[*q.Chat.Seed]
+		if !ok {
+			n = len(seedOrder)
+			seedOrder[*q.Chat.Seed] = n
+		}
+		return n%2 == 0
+	}
 	srv.Handle(func(q llmtest.Request) llmtest.Reply {
 		reply := func(r llmtest.Reply) llmtest.Reply {
 			r.PromptTokens, r.CompletionTokens = 500, 50
@@ -46,10 +65,10 @@ func labServer(t *testing.T) *llmtest.Server {
 		_ = json.Unmarshal(q.Chat.ResponseFormat, &rf)
 		switch rf.JSONSchema.Name {
 		case "plan":
-			// Odd iterations' plans tell the Executor to write an answer, so
+			// Every other plan tells the Executor to write an answer, so
 			// rewards alternate and plans form contrastive pairs.
 			plan := "1. Read the question.\n2. Think.\n3. Submit."
-			if odd := regexp.MustCompile(`# Plan for task \S+, iteration \d*[13579]\b`); odd.MatchString(requestText(q)) {
+			if writes(q) {
 				plan = "1. Read the question.\n2. " + writeStep + "\n3. Submit."
 			}
 			return reply(llmtest.JSON(map[string]any{"plan": plan}))
