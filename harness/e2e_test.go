@@ -133,6 +133,12 @@ func TestOfflineFullCoevolutionOnSmoke(t *testing.T) {
 	cfg := e2eConfig(t)
 	cfg.Experiment.AdvisorBufferMax = 3
 	cfg.Experiment.CoevoInterval = 2
+	// The flow is under test here, not the gate's statistics (its own
+	// simulations cover those): one paired trial per task and side under
+	// no_regress decides quickly, adopting an edit that changes nothing and
+	// rejecting one that makes any task worse.
+	cfg.Validation.Rule = "no_regress"
+	cfg.Validation.TrialsPerTask, cfg.Validation.MaxTrials, cfg.Validation.EarlyStop = 1, 1, false
 	p, err := BuildRunPlan(cfg, PlanOptions{Tasks: benchmarks.SmokeIDs(), Preset: "full_coevolution", Iterations: 8,
 		Seeds: []int64{42}, Agent: AgentLab, Offline: true, Concurrency: 2, OutDir: t.TempDir()})
 	if err != nil {
