@@ -510,7 +510,11 @@ func (ex *planExecution) restoreMatrixLedger(md *rundir.Dir, rows []string) erro
 		if err != nil {
 			continue // the row reports it when it is opened to run
 		}
-		st, err := loadCheckpoint(d)
+		st, err := loadCheckpoint(d, func(msg string) {
+			if ex.opts.Events != nil {
+				ex.opts.Events(Event{Kind: EventStateRebuilt, Row: row, Message: msg})
+			}
+		})
 		if err != nil {
 			return fmt.Errorf("row %s: %w", row, err)
 		}

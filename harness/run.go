@@ -119,6 +119,10 @@ const (
 	// EventRowHeld says a matrix row is skipped because another process
 	// holds it (Message says which).
 	EventRowHeld EventKind = "row_held"
+	// EventStateRebuilt says, on a resume, that a row's state.json was
+	// unreadable or missing and was rebuilt from its other records
+	// (Message says so in full).
+	EventStateRebuilt EventKind = "state_rebuilt"
 )
 
 // Event is a progress notification.

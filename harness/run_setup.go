@@ -62,7 +62,9 @@ func (r *Run) open() error {
 func (r *Run) startOrRestore() (*State, error) {
 	dir := r.Dir.Path
 	fingerprint := config.Fingerprint(r.Config)
-	st, err := loadCheckpoint(r.Dir)
+	st, err := loadCheckpoint(r.Dir, func(msg string) {
+		r.emit(Event{Kind: EventStateRebuilt, Row: r.Spec.Name, Message: msg})
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -89,8 +89,9 @@ func runTestMatrix(t *testing.T, cfg *config.Config, o PlanOptions) *Outcome {
 	return out
 }
 
-// A state that cannot be trusted stops every later resume too, instead of
-// letting one start the run over and wipe its history.
+// A state that cannot be trusted, nor rebuilt (full_traces keeps its trace
+// summaries only there), stops every later resume too, instead of letting
+// one start the run over and wipe its history.
 func TestUntrustedStateRefusesEveryResume(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -105,7 +106,7 @@ func TestUntrustedStateRefusesEveryResume(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := newTestRun(t, conditions.LearnedMediator, conditions.PolicyNone, []string{"a"}, 2, nil)
+			tr := newTestRun(t, conditions.FullTraces, conditions.PolicyNone, []string{"a"}, 2, nil)
 			tr.execute(t)
 			dir := tr.run.Dir.Path
 			history := readFile(t, filepath.Join(dir, rundir.HistoryFile))
@@ -113,7 +114,7 @@ func TestUntrustedStateRefusesEveryResume(t *testing.T) {
 				t.Fatal(err)
 			}
 			for attempt := 1; attempt <= 2; attempt++ {
-				again := buildTestRun(tr.run.Config, tr.run.Dir, conditions.LearnedMediator, conditions.PolicyNone, []string{"a"}, 3)
+				again := buildTestRun(tr.run.Config, tr.run.Dir, conditions.FullTraces, conditions.PolicyNone, []string{"a"}, 3)
 				res := again.run.Iterate(context.Background())
 				if !errors.Is(res.Err, rundir.ErrCorruptState) || !strings.Contains(res.Err.Error(), "start a new run") {
 					t.Fatalf("resume %d: %v; want a refusal that says how to recover", attempt, res.Err)
@@ -136,7 +137,9 @@ func TestMatrixResumeStopsOnAnUntrustedRowState(t *testing.T) {
 	cfg := testConfig(t, nil)
 	o := PlanOptions{Tasks: []string{"a"}, Rows: BaselineRows()[:2], Iterations: 1, Seeds: []int64{7}, Concurrency: 2, OutDir: t.TempDir()}
 	out := runTestMatrix(t, cfg, o)
-	rowDir := out.Rows[0].Dir
+	// The full_traces row: its state cannot be rebuilt from its other
+	// records.
+	rowDir := out.Rows[1].Dir
 	// An interrupted matrix: neither row is completed.
 	for _, ro := range out.Rows {
 		d, err := rundir.Open(ro.Dir)

@@ -36,9 +36,11 @@ func LoadState(dir string) (*State, error) {
 	return completed(dir)(rundir.LoadState[feedbackBook, mediator.Proposal, llm.LedgerSnapshot](dir))
 }
 
-// loadCheckpoint is rundir.LoadCheckpoint completed as LoadState is.
-func loadCheckpoint(d *rundir.Dir) (*State, error) {
-	return completed(d.Path)(rundir.LoadCheckpoint[feedbackBook, mediator.Proposal, llm.LedgerSnapshot](d))
+// loadCheckpoint is rundir.LoadCheckpoint completed as LoadState is, with
+// a corrupt or missing state.json rebuilt where the run's other records
+// allow it (see restoreCheckpoint); warn hears of a rebuild.
+func loadCheckpoint(d *rundir.Dir, warn func(string)) (*State, error) {
+	return restoreCheckpoint(d, warn)
 }
 
 // completed fills in what a loaded state of the run in dir lacks: an empty

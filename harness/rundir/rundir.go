@@ -83,7 +83,10 @@ type Manifest struct {
 	// ForcedResumes records each --force resume that changed the
 	// configuration: from which iteration on the new one applied.
 	ForcedResumes []ForcedResume `json:"forced_resumes,omitempty"`
-	Error         string         `json:"error,omitempty"`
+	// Warnings are what a resume had to repair in the directory, such as
+	// a state.json rebuilt from the run's other records.
+	Warnings []string `json:"warnings,omitempty"`
+	Error    string   `json:"error,omitempty"`
 }
 
 // ForcedResume is one resume forced past a configuration change.
@@ -111,6 +114,7 @@ func (m Manifest) clone() Manifest {
 	m.Counts = maps.Clone(m.Counts)
 	m.TrialWarnings = maps.Clone(m.TrialWarnings)
 	m.ForcedResumes = slices.Clone(m.ForcedResumes)
+	m.Warnings = slices.Clone(m.Warnings)
 	if m.FinishedAt != nil {
 		t := *m.FinishedAt
 		m.FinishedAt = &t

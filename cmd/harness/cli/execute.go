@@ -225,6 +225,8 @@ func (p *progress) event(e harness.Event) {
 		lines = append(lines, e.Message)
 	case harness.EventRowHeld:
 		lines = append(lines, "row "+e.Row+": "+e.Message)
+	case harness.EventStateRebuilt:
+		lines = append(lines, "warning: row "+e.Row+": "+e.Message)
 	case harness.EventTrialEnd:
 		p.inFlight = max(0, p.inFlight-1)
 	case harness.EventTrialDone:
