@@ -146,6 +146,16 @@ func Vars(cpus float64, memoryMB int64) map[string]string {
 // Variables are filled from vars, then from the host environment, as the
 // env tables of task.toml are.
 func Load(ctx context.Context, envDir string, vars map[string]string) (*Project, error) {
+	p, err := load(ctx, envDir, vars)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// load is Load, except that with an error it still returns what it read
+// so far (its warnings above all) when the file was found.
+func load(ctx context.Context, envDir string, vars map[string]string) (*Project, error) {
 	path := Find(envDir)
 	if path == "" {
 		return nil, nil
@@ -163,10 +173,13 @@ func Load(ctx context.Context, envDir string, vars map[string]string) (*Project,
 	for k, v := range vars {
 		env[k] = v
 	}
+	p := &Project{Path: path}
+	model, warnings := prepass(path, env)
+	p.Warnings = append(p.Warnings, warnings...)
 	var unsupported []loader.UnsupportedAttribute
 	proj, err := loader.LoadWithContext(ctx, types.ConfigDetails{
 		WorkingDir:  envDir,
-		ConfigFiles: []types.ConfigFile{{Filename: path}},
+		ConfigFiles: []types.ConfigFile{{Filename: path, Config: model}},
 		Environment: env,
 	}, func(o *loader.Options) {
 		o.SetProjectName("harness", true)
@@ -176,31 +189,31 @@ func Load(ctx context.Context, envDir string, vars map[string]string) (*Project,
 	}, loader.WithSupportedAttributes(supportedPaths(), func(found []loader.UnsupportedAttribute) {
 		unsupported = found
 	}))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	p := &Project{Path: path}
 	for _, u := range unsupported {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s: %s is not supported by the harness and is ignored", path, u.Path))
 	}
+	if err != nil {
+		return p, fmt.Errorf("read %s: %w", path, err)
+	}
 	if err := p.convert(proj, envDir); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return p, fmt.Errorf("%s: %w", path, err)
 	}
 	return p, nil
 }
 
 // Validate reads the compose file in envDir, if any, and returns what
 // `tasks validate` reports of it: the features the harness does not honour
-// as warnings, and an error when it cannot be used at all.
+// as warnings, and an error when it cannot be used at all. The warnings
+// found before an error are returned with it.
 func Validate(envDir string) (warnings []string, err error) {
-	p, err := Load(context.Background(), envDir, Vars(1, 2048))
-	if err != nil || p == nil {
+	p, err := load(context.Background(), envDir, Vars(1, 2048))
+	if p == nil {
 		return nil, err
 	}
-	if p.Main == nil {
+	if err == nil && p.Main == nil {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s: no service named %q: the agent's container comes from environment/Dockerfile or docker_image, and every service is a sidecar", p.Path, MainService))
 	}
-	return p.Warnings, nil
+	return p.Warnings, err
 }
 
 func (p *Project) convert(proj *types.Project, envDir string) error {
@@ -354,6 +367,9 @@ func build(service string, bc *types.BuildConfig, envDir string) (*Build, error)
 	}
 	if bc.DockerfileInline != "" {
 		return nil, fmt.Errorf("service %s: dockerfile_inline is not supported; put the Dockerfile in the environment folder", service)
+	}
+	if st, err := os.Stat(filepath.Join(ctxDir, df)); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("service %s: its build context %s has no %s; add it there, name another with build.dockerfile, or run an image instead", service, ctxDir, df)
 	}
 	b := &Build{Context: ctxDir, Dockerfile: filepath.ToSlash(df), Target: bc.Target}
 	if len(bc.Args) > 0 {

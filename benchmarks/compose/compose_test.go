@@ -166,3 +166,80 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+// A host mount whose source names a variable this host does not set is
+// ignored with a warning that names the variable, as other host mounts the
+// harness cannot honour are; the rest of the file still runs, and unset
+// variables elsewhere still read as empty.
+func TestUnsetVariableInAHostMountIsAWarning(t *testing.T) {
+	const plain, required = "HARNESS_TEST_UNSET_MOUNT_DIR", "HARNESS_TEST_UNSET_REQUIRED"
+	for _, v := range []string{plain, required} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	dir := writeEnv(t, map[string]string{
+		"docker-compose.yaml": `services:
+  main:
+    image: harness-base:bookworm
+    environment:
+      - TOKEN=${` + plain + `}
+    volumes:
+      - ${` + plain + `}:/credentials
+      - type: bind
+        source: ${` + required + `:?set it to the data folder}/x
+        target: /x
+      - ${` + plain + `:-./data}:/data
+`,
+		"data/a.txt": "a\n",
+	})
+	p, err := Load(context.Background(), dir, Vars(1, 512))
+	if err != nil {
+		t.Fatalf("the file failed although only mounts the harness ignores name unset variables: %v", err)
+	}
+	if len(p.Main.Copies) != 1 || p.Main.Copies[0].Target != "/data" {
+		t.Errorf("copies %+v, want only ./data (the default) on /data", p.Main.Copies)
+	}
+	if !slices.Contains(p.Main.Env, "TOKEN=") {
+		t.Errorf("env %q, want TOKEN empty as before", p.Main.Env)
+	}
+	for _, want := range []string{plain + " is not set", required + " is not set"} {
+		if !slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, want) && strings.Contains(w, "is ignored") }) {
+			t.Errorf("warnings %q lack one saying %q", p.Warnings, want)
+		}
+	}
+}
+
+// A build context without its Dockerfile is an error naming the service
+// and the file; the warnings found before an error are returned with it;
+// the obsolete version attribute is a warning, not a line on stderr.
+func TestValidateFlagsMissingDockerfileAndKeepsWarnings(t *testing.T) {
+	tests := []struct {
+		name, file, wantErr string
+		wantWarnings        []string
+	}{
+		{"sidecar without Dockerfile", "services:\n  main:\n    image: a\n  db:\n    build:\n      context: ./db\n",
+			"service db: its build context", nil},
+		{"named Dockerfile missing", "services:\n  main:\n    image: a\n  api:\n    build:\n      context: .\n      dockerfile: Dockerfile.api\n",
+			"has no Dockerfile.api", nil},
+		{"warnings with an error", "services:\n  main:\n    image: a\n    privileged: true\n  db:\n    build: ..\n",
+			"outside the task's environment folder", []string{"services.main.privileged"}},
+		{"version", "version: \"3.8\"\nservices:\n  main:\n    image: a\n", "", []string{"version attribute is obsolete"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeEnv(t, map[string]string{"docker-compose.yaml": tt.file, "db/init.sql": "select 1;\n"})
+			w, err := Validate(dir)
+			if tt.wantErr == "" && err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("error %v, want one with %q", err, tt.wantErr)
+			}
+			for _, want := range tt.wantWarnings {
+				if !slices.ContainsFunc(w, func(s string) bool { return strings.Contains(s, want) }) {
+					t.Errorf("warnings %q lack %q", w, want)
+				}
+			}
+		})
+	}
+}
