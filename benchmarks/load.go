@@ -63,13 +63,16 @@ func (e *InvalidTaskError) Unwrap() []error {
 
 // Load reads the task in dir: task.toml (Harbor schema, leniently: unknown
 // keys become warnings), instruction.md and the required files. ${VAR} and
-// ${VAR:-default} in env tables are filled from the host environment.
+// ${VAR:-default} in env tables are filled from the host environment. It
+// makes every check `tasks validate` makes (Validate is the same loader), so
+// no command accepts a task that validate rejects; the task's warnings are
+// in Task.Warnings.
 func Load(dir string) (*Task, error) {
-	t, probs := loadTask(dir, os.LookupEnv)
-	if len(probs) > 0 {
-		return nil, &InvalidTaskError{Dir: dir, Problems: probs}
+	res := validate(dir, os.LookupEnv)
+	if !res.OK() {
+		return nil, &InvalidTaskError{Dir: dir, Problems: res.problems}
 	}
-	return t, nil
+	return res.Task, nil
 }
 
 // loadTask returns the task (nil when dir is not a directory) and every

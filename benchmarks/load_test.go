@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -111,8 +112,11 @@ func TestLoadSchemaVersion(t *testing.T) {
 			if tt.warning != "" && !hasWarning(task.Warnings, tt.warning) {
 				t.Errorf("warnings %q lack %q", task.Warnings, tt.warning)
 			}
-			if tt.warning == "" && len(task.Warnings) != 0 {
-				t.Errorf("unexpected warnings %q", task.Warnings)
+			// Load reports what validate does, and these files set no
+			// timeouts; nothing else may be warned about.
+			others := slices.DeleteFunc(slices.Clone(task.Warnings), func(w string) bool { return strings.Contains(w, "timeout_sec not set") })
+			if tt.warning == "" && len(others) != 0 {
+				t.Errorf("unexpected warnings %q", others)
 			}
 		})
 	}
@@ -324,8 +328,12 @@ func TestLoadRequiredFiles(t *testing.T) {
 		}, "", "edits to the Dockerfile then have no effect"},
 		{"compose only", func(f map[string]string) {
 			delete(f, "environment/Dockerfile")
-			f["environment/docker-compose.yaml"] = "services:\n  main:\n    build: .\n"
+			f["environment/docker-compose.yaml"] = "services:\n  main:\n    image: harness-base:bookworm\n"
 		}, "", ""},
+		{"compose building from a Dockerfile that is not there", func(f map[string]string) {
+			delete(f, "environment/Dockerfile")
+			f["environment/docker-compose.yaml"] = "services:\n  main:\n    build: .\n"
+		}, "has no Dockerfile", ""},
 		{"no solution is a warning", func(f map[string]string) { delete(f, "solution/solve.sh") }, "", "oracle agent cannot run"},
 	}
 	for _, tt := range tests {

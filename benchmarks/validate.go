@@ -23,6 +23,8 @@ type ValidationResult struct {
 	SkillDirs []string    `json:"skill_dirs,omitempty"`
 	// Task is the loaded task when there are no errors.
 	Task *Task `json:"-"`
+	// problems are the errors as Load reports them.
+	problems []*TaskError
 }
 
 // OK reports whether the task loaded without errors (warnings allowed).
@@ -52,9 +54,10 @@ func validate(dir string, lookup func(string) (string, bool)) ValidationResult {
 		w, err := compose.Validate(t.EnvironmentDir())
 		res.Warnings = append(res.Warnings, w...)
 		if err != nil {
-			res.Errors = append(res.Errors, err.Error())
+			probs = append(probs, composeProblem(t.EnvironmentDir(), err))
 		}
 	}
+	res.problems = probs
 	for _, p := range probs {
 		res.Errors = append(res.Errors, p.Error())
 	}
@@ -63,6 +66,15 @@ func validate(dir string, lookup func(string) (string, bool)) ValidationResult {
 		res.Task = t
 	}
 	return res
+}
+
+// composeProblem is a compose file's error as a task problem, named by the
+// file (whose path the compose reader's message starts with).
+func composeProblem(envDir string, err error) *TaskError {
+	path := compose.Find(envDir)
+	msg := strings.TrimPrefix(err.Error(), "read ")
+	msg = strings.TrimPrefix(msg, path+": ")
+	return &TaskError{Path: path, Msg: msg}
 }
 
 func hasProblemIn(probs []*TaskError, path string) bool {

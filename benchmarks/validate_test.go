@@ -156,3 +156,47 @@ func TestValidateConcludesNothingFromABrokenTaskTOML(t *testing.T) {
 		t.Errorf("warnings %q lack the unset timeout", res.Warnings)
 	}
 }
+
+// Every command loads tasks with the one loader `tasks validate` uses: a
+// task validate rejects is rejected by Load, and so by run, try, sync and
+// list, with the same reason.
+func TestLoadRejectsWhatValidateRejects(t *testing.T) {
+	files := taskFiles("version = \"1.0\"\n")
+	files["environment/docker-compose.yaml"] = "services:\n  main:\n    build: ../..\n"
+	dir := newTask(t, "outside", files)
+	res := Validate(dir)
+	if res.OK() {
+		t.Fatalf("validate accepted the task: %+v", res)
+	}
+	_, err := Load(dir)
+	if err == nil || !strings.Contains(err.Error(), "outside the task's environment folder") {
+		t.Fatalf("Load = %v, want the error validate reports (%q)", err, res.Errors)
+	}
+	r := &Resolver{CacheDir: t.TempDir(), TaskDirs: []string{filepath.Dir(dir)}}
+	tasks, err := r.List(t.Context())
+	for _, tk := range tasks {
+		if tk.ID == "outside" {
+			t.Errorf("tasks list lists a task validate rejects")
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "outside the task's environment folder") {
+		t.Errorf("List error %v, want the task's problem", err)
+	}
+	if _, err := r.Resolve(t.Context(), []string{"outside"}); err == nil {
+		t.Error("Resolve accepted a task validate rejects")
+	}
+}
+
+// Load's task carries every warning validate reports, the compose file's
+// included.
+func TestLoadKeepsValidateWarnings(t *testing.T) {
+	files := taskFiles("version = \"1.0\"\n")
+	files["environment/docker-compose.yaml"] = "services:\n  main:\n    build: .\n    privileged: true\n"
+	tk, err := Load(newTask(t, "warned", files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasWarning(tk.Warnings, "services.main.privileged is not supported") {
+		t.Errorf("warnings %q lack the compose file's", tk.Warnings)
+	}
+}
