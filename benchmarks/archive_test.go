@@ -5,6 +5,8 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -235,19 +237,26 @@ func TestUnsafeArchivesAreRefused(t *testing.T) {
 				} else {
 					data = tarBytes(t, ms, true)
 				}
-				work := t.TempDir()
-				src := writeArchive(t, work, "tasks."+format, data)
-				cache := filepath.Join(work, "cache")
-				r := &Resolver{CacheDir: cache, ArchiveURL: src}
-				_, err := r.Sync(t.Context(), []string{"alpha"})
-				if err == nil || !strings.Contains(err.Error(), tt.want) {
-					t.Fatalf("Sync error = %v, want one mentioning %q", err, tt.want)
-				}
-				if files := regularFiles(t, cache); len(files) != 0 {
-					t.Errorf("refused archive left files behind: %v", files)
-				}
-				if _, err := os.Stat(filepath.Join(work, "escape.txt")); err == nil {
-					t.Error("an entry escaped the cache")
+				// Pinned, the archive matches its checksum and would be
+				// kept in cache/archives/; refused, it must not be.
+				for _, pinned := range []bool{false, true} {
+					work := t.TempDir()
+					src := writeArchive(t, work, "tasks."+format, data)
+					cache := filepath.Join(work, "cache")
+					r := &Resolver{CacheDir: cache, ArchiveURL: src}
+					if pinned {
+						r.ArchiveSHA256 = sha256Hex(data)
+					}
+					_, err := r.Sync(t.Context(), []string{"alpha"})
+					if err == nil || !strings.Contains(err.Error(), tt.want) {
+						t.Fatalf("pinned %v: Sync error = %v, want one mentioning %q", pinned, err, tt.want)
+					}
+					if files := regularFiles(t, cache); len(files) != 0 {
+						t.Errorf("pinned %v: refused archive left files behind: %v", pinned, files)
+					}
+					if _, err := os.Stat(filepath.Join(work, "escape.txt")); err == nil {
+						t.Error("an entry escaped the cache")
+					}
 				}
 			})
 		}
@@ -298,4 +307,9 @@ func TestTaskRoots(t *testing.T) {
 			t.Errorf("root of %s = %q, want %q", id, got[id], root)
 		}
 	}
+}
+
+func sha256Hex(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }

@@ -483,6 +483,7 @@ func (r *Resolver) archiveIDs(ctx context.Context) ([]string, error) {
 	defer cleanup()
 	entries, err := scanArchive(p)
 	if err != nil {
+		r.forgetArchive(p)
 		return nil, fmt.Errorf("archive %s: %w", r.ArchiveURL, err)
 	}
 	var ids []string
@@ -511,6 +512,7 @@ func (r *Resolver) syncFromArchive(ctx context.Context, ids []string) (map[strin
 	defer cleanup()
 	entries, err := scanArchive(p)
 	if err != nil {
+		r.forgetArchive(p)
 		return nil, nil, fmt.Errorf("archive %s refused: %w", r.ArchiveURL, err)
 	}
 	roots := taskRoots(entries)
@@ -571,6 +573,7 @@ func (r *Resolver) installFromArchive(p string, ids []string, roots map[string]s
 		return false
 	}
 	if err := extractArchive(p, extracted, keep, r.maxExtract); err != nil {
+		r.forgetArchive(p)
 		return nil, fmt.Errorf("archive %s refused: %w", r.ArchiveURL, err)
 	}
 
@@ -608,6 +611,15 @@ func (r *Resolver) ArchiveOnDisk() bool {
 		return isRegular(p)
 	}
 	return false
+}
+
+// forgetArchive removes the copy of a refused archive at p when the cache
+// kept it (a pinned one): its checksum matched, but what it holds is not
+// safe to extract, so it must not be read again from the cache.
+func (r *Resolver) forgetArchive(p string) {
+	if r.ArchiveSHA256 != "" && p == r.pinnedArchivePath() {
+		os.Remove(p)
+	}
 }
 
 func (r *Resolver) pinnedArchivePath() string {
