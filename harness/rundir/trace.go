@@ -1,6 +1,9 @@
 package rundir
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Files of a trial's job directory (JobDir, EvalJobDir, a validation
 // trial's directory), relative to it.
@@ -60,6 +63,20 @@ type Tests struct {
 	// read; without one the counts are 0 and mean "unknown", not "none".
 	Reported bool         `json:"reported"`
 	Results  []TestResult `json:"results,omitempty"`
+}
+
+// MarshalJSON writes the counts only when the verifier reported its tests:
+// without a report they are unknown, so trace.json leaves them out (null
+// to a reader), as the Parquet columns hold NULL, instead of 0/0/0/0.
+func (t Tests) MarshalJSON() ([]byte, error) {
+	type tests Tests // without this method
+	if t.Reported {
+		return json.Marshal(tests(t))
+	}
+	return json.Marshal(struct {
+		Reported bool         `json:"reported"`
+		Results  []TestResult `json:"results,omitempty"`
+	}{t.Reported, t.Results})
 }
 
 // Stream records how much of one captured output stream a command

@@ -40,3 +40,33 @@ func TestTraceKeepsItsJSONFields(t *testing.T) {
 			tr.Status, tr.Usable(), tr.AgentFault(), tr.EnvFailure())
 	}
 }
+
+// Test counts the verifier never reported are unknown: trace.json leaves
+// them out, as Parquet holds NULL, rather than writing 0/0/0/0; reported
+// counts are written even when they are 0.
+func TestTraceOmitsUnreportedTestCounts(t *testing.T) {
+	for _, tt := range []struct {
+		tests Tests
+		want  string
+	}{
+		{Tests{}, `{"reported":false}`},
+		{Tests{Reported: true}, `{"passed":0,"failed":0,"skipped":0,"total":0,"reported":true}`},
+		{Tests{Passed: 2, Total: 2, Reported: true}, `{"passed":2,"failed":0,"skipped":0,"total":2,"reported":true}`},
+	} {
+		out, err := json.Marshal(Trace{Tests: tt.tests})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]json.RawMessage
+		if err := json.Unmarshal(out, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(doc["tests"]); got != tt.want {
+			t.Errorf("tests %+v written as %s, want %s", tt.tests, got, tt.want)
+		}
+		var back Trace
+		if err := json.Unmarshal(out, &back); err != nil || back.Tests.Reported != tt.tests.Reported || back.Tests.Total != tt.tests.Total {
+			t.Errorf("tests %+v read back as %+v (%v)", tt.tests, back.Tests, err)
+		}
+	}
+}
