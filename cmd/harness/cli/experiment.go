@@ -211,17 +211,39 @@ func (o *ExperimentOptions) resolveTasks(ctx context.Context, cfg *config.Config
 	if err != nil {
 		return nil, "", nil, UsageError(fmt.Errorf("invalid configuration: %w", err))
 	}
-	if o.DryRun && res.RemoteFetch && res.ArchiveURL != "" && !res.ArchiveOnDisk() {
+	// A dry run never downloads the archive, so what it holds is unknown:
+	// the plan lists what is here and says what a run would fetch.
+	unfetched := o.DryRun && res.ArchiveURL != "" && !res.ArchiveOnDisk()
+	if unfetched {
+		notes = append(notes, unfetchedNote(ts.Name, res))
 		res.RemoteFetch = false
-		notes = append(notes, fmt.Sprintf("task set %s: archive %s is not downloaded yet, so this plan covers only the tasks here; the run downloads it and also runs every task it holds", ts.Name, res.ArchiveURL))
 	}
 	if ids, err = res.TaskSetIDs(ctx, ts.Name); err != nil {
 		if ctx.Err() != nil {
 			return nil, "", nil, ctx.Err()
 		}
+		if unfetched {
+			// Nothing here yet: the plan is the archive's tasks, which
+			// the note names.
+			return nil, ts.Name, notes, nil
+		}
 		return nil, "", nil, UsageError(fmt.Errorf("list task set %s: %w", ts.Name, err))
 	}
 	return ids, ts.Name, notes, nil
+}
+
+// unfetchedNote says what a run of set would fetch from res's archive,
+// which a dry run does not download, and how, given remote_fetch.
+func unfetchedNote(set string, res *benchmarks.Resolver) string {
+	pin := ""
+	if res.ArchiveSHA256 != "" {
+		pin = " (sha256 " + res.ArchiveSHA256 + ")"
+	}
+	if res.RemoteFetch {
+		return fmt.Sprintf("task set %s: archive %s%s is not downloaded yet, so this plan covers only the tasks here; the run downloads it and also runs every task it holds", set, res.ArchiveURL, pin)
+	}
+	return fmt.Sprintf("task set %s: archive %s%s is not downloaded yet, so this plan covers only the tasks here; with remote_fetch = false a run does not download it: "+
+		"set remote_fetch = true to have the run fetch it and run every task it holds, or fetch the tasks you want first with `harness tasks sync --tasks a,b`", set, res.ArchiveURL, pin)
 }
 
 // seeds is the --seed value as a list (empty: from the configuration).

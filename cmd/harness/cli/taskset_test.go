@@ -109,7 +109,6 @@ func TestSkillsBenchAllDryRunNamesWhatItCannotFind(t *testing.T) {
 		want        []string
 	}{
 		{"nothing configured", "", []string{"list task set skillsbench-all", "empty until tasks are here"}},
-		{"a remote archive not downloaded", "archive_url = \"https://example.invalid/t.zip\"\narchive_sha256 = \"" + strings.Repeat("a", 64) + "\"\n", []string{"empty until tasks are here"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,6 +124,24 @@ func TestSkillsBenchAllDryRunNamesWhatItCannotFind(t *testing.T) {
 			}
 		})
 	}
+	// With an empty cache and remote_fetch = false the plan still says
+	// what a run would need fetched, and how, instead of failing.
+	t.Run("a remote archive not downloaded, remote_fetch off, plans what it would fetch", func(t *testing.T) {
+		sum := strings.Repeat("a", 64)
+		env := newTaskEnv(t, "archive_url = \"https://example.invalid/t.zip\"\narchive_sha256 = \""+sum+"\"\nremote_fetch = false\n")
+		r := runCLI(t, nil, "run", "--task-set", "skillsbench-all", "--offline", "--dry-run", "--config-dir", env.configDir)
+		if r.code != ExitOK {
+			t.Fatalf("exit %d, want a plan\n%s%s", r.code, r.out, r.errOut)
+		}
+		for _, want := range []string{"https://example.invalid/t.zip", sum, "not downloaded yet", "remote_fetch = false", "remote_fetch = true"} {
+			if !strings.Contains(r.out, want) {
+				t.Errorf("plan lacks %q:\n%s", want, r.out)
+			}
+		}
+		if _, err := os.Stat(env.cacheDir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the dry run wrote into the task cache (%v)", err)
+		}
+	})
 	t.Run("remote archive with remote_fetch notes what the plan leaves out", func(t *testing.T) {
 		env := newTaskEnv(t, "archive_url = \"https://example.invalid/t.zip\"\narchive_sha256 = \""+strings.Repeat("a", 64)+"\"\nremote_fetch = true\n")
 		writeTask(t, env.tasksDir, "mine", taskFiles("local"))
