@@ -69,6 +69,17 @@ func TestProgressShowsEachTrialWarningOnce(t *testing.T) {
 	}
 }
 
+// A resume that rebuilt a row's state.json says so on stderr, as a
+// warning that names the row.
+func TestProgressSaysAStateWasRebuilt(t *testing.T) {
+	var buf bytes.Buffer
+	p := newProgress(&buf, &harness.Plan{Trials: 3, Rows: make([]harness.RowSpec, 1)}, false, false, time.Now)
+	p.event(harness.Event{Row: "a", Kind: harness.EventStateRebuilt, Message: "/runs/a/state.json was unreadable or missing and was rebuilt"})
+	if !strings.Contains(buf.String(), "warning: row a: /runs/a/state.json was unreadable or missing and was rebuilt") {
+		t.Errorf("progress output lacks the rebuild warning:\n%s", buf.String())
+	}
+}
+
 func TestExecutePlanExitCodes(t *testing.T) {
 	// The mapping from outcomes to exit codes is what scripts rely on.
 	tests := []struct {
