@@ -510,11 +510,9 @@ func (ex *planExecution) restoreMatrixLedger(md *rundir.Dir, rows []string) erro
 		if err != nil {
 			continue // the row reports it when it is opened to run
 		}
-		st, err := loadCheckpoint(d, func(msg string) {
-			if ex.opts.Events != nil {
-				ex.opts.Events(Event{Kind: EventStateRebuilt, Row: row, Message: msg})
-			}
-		})
+		// The row is not locked yet: a checkpoint rebuilt here is only
+		// read; the row saves it when it is opened to run.
+		st, err := loadCheckpoint(d, ex.cfg, nil)
 		if err != nil {
 			return fmt.Errorf("row %s: %w", row, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/mediated-coevo/harness/conditions"
+	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/internal/durable"
 	"github.com/mediated-coevo/harness/llm"
@@ -16,8 +17,8 @@ import (
 )
 
 // rebuildState reconstructs the checkpoint of the run in d from the records
-// that hold the same facts: run.json (how many iterations completed, the
-// configuration's fingerprint), the metric parts (the trials' statuses and
+// that hold the same facts: run.json (how many iterations completed),
+// config.toml (the configuration the run started with), the metric parts (the trials' statuses and
 // warnings), the history (its length at the checkpoint, the Mediator's
 // reports and the human notes the Planner is shown), the skills directory
 // and the call log (the spend). It refuses, naming the file and what is
@@ -25,11 +26,12 @@ import (
 // summaries of the full_traces condition, and everything skill evolution
 // adds (buffered proposals, the gate's batches, recent rejections, the skills
 // in use at the checkpoint). It only reads; the caller saves the result.
-func rebuildState(d *rundir.Dir) (*State, error) {
+func rebuildState(d *rundir.Dir, cfg *config.Config) (*State, error) {
 	m := d.Manifest()
 	n := m.CompletedIterations
-	if m.ConfigFingerprint == "" {
-		return nil, fmt.Errorf("%s records no configuration fingerprint, so the configuration the run started with is unknown", rundir.ManifestFile)
+	fingerprint, err := startFingerprint(d, cfg)
+	if err != nil {
+		return nil, err
 	}
 	if n > 0 && conditions.Condition(m.Condition).PlannerContext() == conditions.ContextTraceSummaries {
 		return nil, fmt.Errorf("condition %s shows the Planner trace summaries, which only state.json kept", m.Condition)
@@ -46,7 +48,7 @@ func rebuildState(d *rundir.Dir) (*State, error) {
 	if err := rundir.VerifyCheckpoint(d.Path, rundir.Promised{Completed: n}); err != nil {
 		return nil, fmt.Errorf("%s counts %d completed iterations, but %w", rundir.ManifestFile, n, err)
 	}
-	st := newState(d.ID, m.Name, m.ConfigFingerprint)
+	st := newState(d.ID, m.Name, fingerprint)
 	st.CompletedIteration = n
 	if err := countTrials(d, n, st); err != nil {
 		return nil, err
@@ -66,6 +68,21 @@ func rebuildState(d *rundir.Dir) (*State, error) {
 		return nil, err
 	}
 	return st, nil
+}
+
+// startFingerprint is the fingerprint the checkpoint of the run in d would
+// hold: that of its config.toml (the configuration it started with, or was
+// last forced to) as the orchestrator computes it, from cfg with the row's
+// seed, which a row's config.toml carries and cfg may not. A resume under
+// another configuration then differs from it and is refused, as with an
+// intact state.json.
+func startFingerprint(d *rundir.Dir, cfg *config.Config) (string, error) {
+	was, err := d.ResolvedConfig()
+	if err != nil {
+		return "", fmt.Errorf("%s, the configuration the run started with: %w", rundir.ConfigFile, err)
+	}
+	was.Experiment.Seed = cfg.Experiment.Seed
+	return config.Fingerprint(was), nil
 }
 
 // countTrials fills st's trial counts and warnings from the training rows
@@ -179,29 +196,41 @@ func countLines(path string) (int, error) {
 	return n, nil
 }
 
-// restoreCheckpoint loads the checkpoint of the run in d; when state.json
-// is corrupt or missing it rebuilds it from the run's other records, saves
-// it, records the fact in run.json's warnings and tells warn. Where the
-// checkpoint cannot be rebuilt, the refusal says why.
-func restoreCheckpoint(d *rundir.Dir, warn func(string)) (*State, error) {
+// restoreCheckpoint loads the checkpoint of the run in d, resumed under
+// cfg; when state.json is corrupt or missing it rebuilds it from the run's
+// other records. With
+// rebuilt set (the caller holds the run's lock) the rebuilt checkpoint is
+// saved, recorded in run.json's warnings and told to rebuilt; without, it
+// is only returned, and the run rebuilds it again when it is opened to
+// run. Where the checkpoint cannot be rebuilt, the refusal says why.
+func restoreCheckpoint(d *rundir.Dir, cfg *config.Config, rebuilt func(string)) (*State, error) {
 	st, err := rundir.LoadCheckpoint[feedbackBook, mediator.Proposal, llm.LedgerSnapshot](d)
 	if errors.Is(err, rundir.ErrCorruptState) {
-		rebuilt, rerr := rebuildState(d)
+		fresh, rerr := rebuildState(d, cfg)
 		if rerr != nil {
 			return nil, fmt.Errorf("%w; it cannot be rebuilt from the run's other records either: %v", err, rerr)
 		}
-		if serr := rebuilt.Save(d.Path); serr != nil {
-			return nil, fmt.Errorf("%w; save the checkpoint rebuilt from the run's other records: %v", err, serr)
+		if rebuilt != nil {
+			if err := keepRebuilt(d, fresh, rebuilt); err != nil {
+				return nil, err
+			}
 		}
-		msg := fmt.Sprintf("%s was unreadable or missing and was rebuilt from run.json, the metric parts, the history and the call log (%d completed iterations)",
-			d.Join(rundir.StateFile), rebuilt.CompletedIteration)
-		if uerr := d.UpdateManifest(func(m *rundir.Manifest) { m.Warnings = append(m.Warnings, msg) }); uerr != nil {
-			return nil, uerr
-		}
-		if warn != nil {
-			warn(msg)
-		}
-		st, err = rebuilt, nil
+		st, err = fresh, nil
 	}
 	return completed(d.Path)(st, err)
+}
+
+// keepRebuilt saves a rebuilt checkpoint, records it in run.json's
+// warnings and tells tell.
+func keepRebuilt(d *rundir.Dir, st *State, tell func(string)) error {
+	if err := st.Save(d.Path); err != nil {
+		return fmt.Errorf("save the checkpoint of %s rebuilt from its other records: %w", d.Path, err)
+	}
+	msg := fmt.Sprintf("%s was unreadable or missing and was rebuilt from run.json, the metric parts, the history and the call log (%d completed iterations)",
+		d.Join(rundir.StateFile), st.CompletedIteration)
+	if err := d.UpdateManifest(func(m *rundir.Manifest) { m.Warnings = append(m.Warnings, msg) }); err != nil {
+		return err
+	}
+	tell(msg)
+	return nil
 }

@@ -141,3 +141,59 @@ func TestUnrebuildableStateIsRefusedWithTheReason(t *testing.T) {
 		})
 	}
 }
+
+// A matrix resume rebuilds a row's truncated state.json when the row is
+// opened to run (under its lock), says so once, and the row completes.
+func TestMatrixResumeRebuildsARowState(t *testing.T) {
+	cfg := testConfig(t, nil)
+	o := PlanOptions{Tasks: []string{"a", "b"}, Rows: BaselineRows()[:1], Iterations: 1, Seeds: []int64{7}, Concurrency: 2, OutDir: t.TempDir()}
+	out := runTestMatrix(t, cfg, o)
+	rowDir := out.Rows[0].Dir
+	d, err := rundir.Open(rowDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.UpdateManifest(func(m *rundir.Manifest) { m.Status = rundir.StatusInterrupted })
+	truncateState(t, rowDir)
+	ex, ft := testMatrix(t, cfg, PlanOptions{Resume: out.Dir, Iterations: 2, Concurrency: 2}, false)
+	var rebuilt []Event
+	ex.opts.Events = func(e Event) {
+		if e.Kind == EventStateRebuilt {
+			rebuilt = append(rebuilt, e)
+		}
+	}
+	res, err := ex.matrix(context.Background())
+	if err != nil || res.Err != nil {
+		t.Fatalf("matrix resume: %v, %v", err, res.Err)
+	}
+	if n := len(ft.specs); n != 2 {
+		t.Errorf("the resume ran %d trials, want iteration 2's 2", n)
+	}
+	if len(rebuilt) != 1 || rebuilt[0].Row != out.Rows[0].Name {
+		t.Errorf("rebuild events %+v, want one for row %s", rebuilt, out.Rows[0].Name)
+	}
+	if n := countParts(rowDir); n != 2 {
+		t.Errorf("the row has %d metric parts, want 2", n)
+	}
+	if st := mustLoadState(t, rowDir); st.CompletedIteration != 2 || st.Counts[rundir.TrialScored] != 4 {
+		t.Errorf("row state after the resume: iteration %d, counts %v; want 2 and 4 scored", st.CompletedIteration, st.Counts)
+	}
+}
+
+// A rebuilt checkpoint holds the fingerprint of the configuration the run
+// started with, so a resume under another one is refused as it is with an
+// intact state.json.
+func TestRebuiltStateStillRefusesAChangedConfiguration(t *testing.T) {
+	tr := newTestRun(t, conditions.NoFeedback, conditions.PolicyNone, []string{"a"}, 1, nil)
+	tr.execute(t)
+	truncateState(t, tr.run.Dir.Path)
+	changed := testConfig(t, func(c *config.Config) { c.Experiment.RewardMode = "binary" })
+	again := buildTestRun(changed, tr.run.Dir, conditions.NoFeedback, conditions.PolicyNone, []string{"a"}, 2)
+	res := again.run.Iterate(context.Background())
+	if !errors.Is(res.Err, ErrConfigChanged) {
+		t.Fatalf("resume under a changed configuration after a rebuild: %v; want ErrConfigChanged", res.Err)
+	}
+	if n := len(again.trials.specs); n != 0 {
+		t.Errorf("the refused resume ran %d trials", n)
+	}
+}

@@ -62,7 +62,7 @@ func (r *Run) open() error {
 func (r *Run) startOrRestore() (*State, error) {
 	dir := r.Dir.Path
 	fingerprint := config.Fingerprint(r.Config)
-	st, err := loadCheckpoint(r.Dir, func(msg string) {
+	st, err := loadCheckpoint(r.Dir, r.Config, func(msg string) {
 		r.emit(Event{Kind: EventStateRebuilt, Row: r.Spec.Name, Message: msg})
 	})
 	if err != nil {

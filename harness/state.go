@@ -2,6 +2,7 @@ package harness
 
 import (
 	"github.com/mediated-coevo/harness/conditions"
+	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/mediator"
@@ -38,9 +39,10 @@ func LoadState(dir string) (*State, error) {
 
 // loadCheckpoint is rundir.LoadCheckpoint completed as LoadState is, with
 // a corrupt or missing state.json rebuilt where the run's other records
-// allow it (see restoreCheckpoint); warn hears of a rebuild.
-func loadCheckpoint(d *rundir.Dir, warn func(string)) (*State, error) {
-	return restoreCheckpoint(d, warn)
+// allow it; rebuilt, when set, has the rebuilt file saved and hears of it
+// (see restoreCheckpoint).
+func loadCheckpoint(d *rundir.Dir, cfg *config.Config, rebuilt func(string)) (*State, error) {
+	return restoreCheckpoint(d, cfg, rebuilt)
 }
 
 // completed fills in what a loaded state of the run in dir lacks: an empty
