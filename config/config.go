@@ -17,6 +17,9 @@ type Config struct {
 	Reflection      Reflection                `toml:"reflection"`
 	Models          map[conditions.Role]Model `toml:"models"` // by model role
 	Labs            map[string]Lab            `toml:"labs"`
+	// Agents are the installed agents ([agents.<name>]), left out of an
+	// encoding when none is configured so older runs keep their fingerprint.
+	Agents map[string]Agent `toml:"agents,omitempty"`
 	Budget          Budget                    `toml:"budget"`
 	ExecutorRuntime ExecutorRuntime           `toml:"executor_runtime"`
 	// Mediator is left out of an encoding when zero, as in a run written
@@ -177,6 +180,9 @@ type Lab struct {
 	CommandTimeout   Duration `toml:"command_timeout"`
 	OutputCapBytes   int      `toml:"output_cap_bytes"`
 	TaskSkillDirs    []string `toml:"task_skill_dirs"`
+	// Agent names an [agents.<name>] table that does the lab's trials in
+	// place of its own Executor; empty: the lab's Executor.
+	Agent string `toml:"agent,omitempty"`
 }
 
 // Budget is [budget]: limits that stop a run or matrix cleanly.
