@@ -12,16 +12,16 @@ import (
 
 // Config is the whole resolved configuration of a run or matrix.
 type Config struct {
-	Experiment      Experiment                `toml:"experiment"`
-	Validation      Validation                `toml:"validation"`
-	Reflection      Reflection                `toml:"reflection"`
-	Models          map[conditions.Role]Model `toml:"models"` // by model role
-	Labs            map[string]Lab            `toml:"labs"`
+	Experiment Experiment                `toml:"experiment"`
+	Validation Validation                `toml:"validation"`
+	Reflection Reflection                `toml:"reflection"`
+	Models     map[conditions.Role]Model `toml:"models"` // by model role
+	Labs       map[string]Lab            `toml:"labs"`
 	// Agents are the installed agents ([agents.<name>]), left out of an
 	// encoding when none is configured so older runs keep their fingerprint.
-	Agents map[string]Agent `toml:"agents,omitempty"`
-	Budget          Budget                    `toml:"budget"`
-	ExecutorRuntime ExecutorRuntime           `toml:"executor_runtime"`
+	Agents          map[string]Agent `toml:"agents,omitempty"`
+	Budget          Budget           `toml:"budget"`
+	ExecutorRuntime ExecutorRuntime  `toml:"executor_runtime"`
 	// Mediator is left out of an encoding when zero, as in a run written
 	// before the section existed, so such a run keeps its fingerprint.
 	Mediator Mediator `toml:"mediator,omitempty"`
