@@ -12,16 +12,13 @@ import (
 
 // Config is the whole resolved configuration of a run or matrix.
 type Config struct {
-	Experiment Experiment                `toml:"experiment"`
-	Validation Validation                `toml:"validation"`
-	Reflection Reflection                `toml:"reflection"`
-	Models     map[conditions.Role]Model `toml:"models"` // by model role
-	Labs       map[string]Lab            `toml:"labs"`
-	// Agents are the installed agents ([agents.<name>]), left out of an
-	// encoding when none is configured so older runs keep their fingerprint.
-	Agents          map[string]Agent `toml:"agents,omitempty"`
-	Budget          Budget           `toml:"budget"`
-	ExecutorRuntime ExecutorRuntime  `toml:"executor_runtime"`
+	Experiment      Experiment                `toml:"experiment"`
+	Validation      Validation                `toml:"validation"`
+	Reflection      Reflection                `toml:"reflection"`
+	Models          map[conditions.Role]Model `toml:"models"` // by model role
+	Labs            map[string]Lab            `toml:"labs"`
+	Budget          Budget                    `toml:"budget"`
+	ExecutorRuntime ExecutorRuntime           `toml:"executor_runtime"`
 	// Mediator is left out of an encoding when zero, as in a run written
 	// before the section existed, so such a run keeps its fingerprint.
 	Mediator Mediator `toml:"mediator,omitempty"`
@@ -33,6 +30,10 @@ type Config struct {
 	// measures, so it is kept out of the fingerprint: it is not encoded with
 	// the rest, and WriteResolved writes it as a table of its own, as [run].
 	Launcher Launcher `toml:"-"`
+
+	// Agents are the installed agents ([agents.<name>]), left out of an
+	// encoding when none is configured so older runs keep their fingerprint.
+	Agents map[string]Agent `toml:"agents,omitempty"`
 }
 
 // Launchers of a matrix ([launcher] kind).
@@ -180,6 +181,7 @@ type Lab struct {
 	CommandTimeout   Duration `toml:"command_timeout"`
 	OutputCapBytes   int      `toml:"output_cap_bytes"`
 	TaskSkillDirs    []string `toml:"task_skill_dirs"`
+
 	// Agent names an [agents.<name>] table that does the lab's trials in
 	// place of its own Executor; empty: the lab's Executor.
 	Agent string `toml:"agent,omitempty"`
