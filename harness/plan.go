@@ -3,6 +3,7 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,11 @@ const (
 	AgentOracle = "oracle" // runs the task's reference solution
 	AgentNop    = "nop"    // does nothing: the floor
 )
+
+// ModelDriven reports whether an agent kind calls a model, so that the
+// Planner plans its trials: the lab's Executor and installed agents
+// ([agents.<name>]) do, oracle and nop do not.
+func ModelDriven(kind string) bool { return kind != AgentOracle && kind != AgentNop }
 
 // Agents lists the agent kinds.
 func Agents() []string { return []string{AgentLab, AgentOracle, AgentNop} }
@@ -403,7 +409,7 @@ func (p *Plan) settle(cfg *config.Config) {
 // under another name. It warns rather than refuses, so a run begun
 // without notes still resumes, and a row meant as a control still runs.
 func (p *Plan) warnEmptySharedNotes(cfg *config.Config) {
-	if p.Agent != AgentLab || strings.TrimSpace(cfg.Experiment.SharedNotes) != "" {
+	if !ModelDriven(p.Agent) || strings.TrimSpace(cfg.Experiment.SharedNotes) != "" {
 		return
 	}
 	var rows []string
@@ -465,8 +471,9 @@ func (p *Plan) fillCommon(cfg *config.Config, o *PlanOptions) error {
 	if p.Agent == "" {
 		p.Agent = AgentLab
 	}
-	if !slices.Contains(Agents(), p.Agent) {
-		return fmt.Errorf("unknown agent %q: choose one of %s", p.Agent, strings.Join(Agents(), ", "))
+	if _, installed := cfg.Agents[p.Agent]; !installed && !slices.Contains(Agents(), p.Agent) {
+		return fmt.Errorf("unknown agent %q: choose one of %s, or an installed agent configured as [agents.<name>] (%s)",
+			p.Agent, strings.Join(Agents(), ", "), strings.Join(slices.Sorted(maps.Keys(cfg.Agents)), ", "))
 	}
 	p.Offline = o.Offline
 	if p.Offline {
@@ -731,7 +738,7 @@ func (p *Plan) checkPrices(cfg *config.Config) error {
 // plan each, and the lab's call caps.
 func trialCalls(calls map[conditions.Role]int64, lab config.Lab, agent string, trials int64) {
 	calls[conditions.RolePlanner] += trials
-	if agent != AgentLab {
+	if !ModelDriven(agent) {
 		return
 	}
 	calls[conditions.RoleExecutor] += trials * int64(lab.MaxModelCalls)
