@@ -69,16 +69,23 @@ func (a Agent) clone() Agent {
 	return a
 }
 
-// InstalledAgent returns the named [agents.<name>] table (a copy).
+// InstalledAgent returns the named [agents.<name>] table (a copy), else
+// the preset of that name (AgentPresets).
 func (c *Config) InstalledAgent(name string) (Agent, error) {
 	a, ok := c.Agents[name]
+	if !ok {
+		if presets, err := AgentPresets(); err == nil {
+			a, ok = presets[name]
+		}
+	}
 	if !ok {
 		known := "none"
 		if len(c.Agents) > 0 {
 			known = strings.Join(sortedKeys(c.Agents), ", ")
 		}
 		return Agent{}, &Error{Key: "agents." + name,
-			Msg: fmt.Sprintf("unknown agent %q (configured agents: %s; add one as [agents.%s] with kind = %q)", name, known, name, AgentInstalled)}
+			Msg: fmt.Sprintf("unknown agent %q (configured agents: %s; presets: claude-code, codex, gemini-cli, goose, mini-swe-agent, opencode; add one as [agents.%s] with kind = %q)",
+				name, known, name, AgentInstalled)}
 	}
 	return a.clone(), nil
 }
@@ -144,7 +151,7 @@ func (c *Config) validateAgents(ck *checker) {
 	}
 	for _, name := range sortedKeys(c.Labs) {
 		if ag := c.Labs[name].Agent; ag != "" {
-			if _, ok := c.Agents[ag]; !ok {
+			if _, err := c.InstalledAgent(ag); err != nil {
 				ck.add(key("labs", name, "agent"), "names the agent %q, which has no [agents.%s] table: add it, or leave agent out for the lab's own Executor", ag, ag)
 			}
 		}

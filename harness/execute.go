@@ -254,7 +254,7 @@ func agentFactory(cfg *config.Config, kind, labID string, clients *Clients) (Age
 			return a
 		}, nil
 	}
-	if _, ok := cfg.Agents[kind]; ok {
+	if _, err := cfg.InstalledAgent(kind); err == nil {
 		settings, err := cfg.Lab(labID)
 		if err != nil {
 			return nil, err

@@ -3,7 +3,6 @@ package harness
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -471,9 +470,10 @@ func (p *Plan) fillCommon(cfg *config.Config, o *PlanOptions) error {
 	if p.Agent == "" {
 		p.Agent = AgentLab
 	}
-	if _, installed := cfg.Agents[p.Agent]; !installed && !slices.Contains(Agents(), p.Agent) {
-		return fmt.Errorf("unknown agent %q: choose one of %s, or an installed agent configured as [agents.<name>] (%s)",
-			p.Agent, strings.Join(Agents(), ", "), strings.Join(slices.Sorted(maps.Keys(cfg.Agents)), ", "))
+	if !slices.Contains(Agents(), p.Agent) {
+		if _, err := cfg.InstalledAgent(p.Agent); err != nil {
+			return fmt.Errorf("unknown agent %q: choose one of %s, or an installed agent: %w", p.Agent, strings.Join(Agents(), ", "), err)
+		}
 	}
 	p.Offline = o.Offline
 	if p.Offline {

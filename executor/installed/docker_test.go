@@ -161,7 +161,7 @@ func runTrial(t *testing.T, d *docker.Backend, rt config.ExecutorRuntime, task *
 	tr := r.Run(ctx, executor.TrialSpec{
 		Task: task, Agent: agent, JobDir: job, Plan: "Write the answer, then check it.",
 		ExecutorSkill: "---\nname: executor\ndescription: how to work\n---\n\n" + testMarker + "\n",
-		RunID: "installed-test", Row: "row", Iteration: 1, TrialID: "trial-installed-" + task.ID, Seed: 5, Caller: testCaller,
+		RunID:         "installed-test", Row: "row", Iteration: 1, TrialID: "trial-installed-" + task.ID, Seed: 5, Caller: testCaller,
 	})
 	return tr, job
 }

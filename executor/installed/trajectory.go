@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 
 	"github.com/mediated-coevo/harness/executor"
 	"github.com/mediated-coevo/harness/executor/atif"
@@ -36,7 +37,7 @@ func Transcript(t trial, calls []gateway.Call) []lab.TranscriptRecord {
 	for i, c := range calls {
 		msgs := c.Request.Messages
 		from := len(seen)
-		if len(msgs) < len(seen) || !reflect.DeepEqual(msgs[:len(seen)], seen) {
+		if !extends(msgs, seen) {
 			out = append(out, rec(llm.TranscriptRecord{Event: llm.EventCompaction, Call: i, Dropped: len(seen)}))
 			from = 0
 		}
@@ -87,4 +88,37 @@ func (a *Agent) writeTrajectory(in executor.AgentInput, t trial, calls []gateway
 		return fmt.Errorf("installed agent %s: write its trajectory: %w", a.AgentName, err)
 	}
 	return atif.Write(filepath.Join(in.JobDir, filepath.Dir(lab.TrajectoryFile)), docs)
+}
+
+// extends reports whether msgs starts with seen. Agents re-encode what the
+// model answered (a tool's arguments as an object, re-marshalled), so
+// arguments are compared as JSON values and text without surrounding space.
+func extends(msgs, seen []llm.Message) bool {
+	if len(msgs) < len(seen) {
+		return false
+	}
+	for i, m := range seen {
+		o := msgs[i]
+		if o.Role != m.Role || strings.TrimSpace(o.Content) != strings.TrimSpace(m.Content) || o.ToolCallID != m.ToolCallID ||
+			len(o.ToolCalls) != len(m.ToolCalls) {
+			return false
+		}
+		for j, tc := range m.ToolCalls {
+			if oc := o.ToolCalls[j]; oc.ID != tc.ID || oc.Name != tc.Name || !sameJSON(oc.Arguments, tc.Arguments) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func sameJSON(a, b string) bool {
+	if a == b {
+		return true
+	}
+	var va, vb any
+	if json.Unmarshal([]byte(a), &va) != nil || json.Unmarshal([]byte(b), &vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
 }

@@ -211,8 +211,13 @@ func (c *client) chat(raw []byte) (string, []call, error) {
 func (c *client) responses(raw []byte) (string, []call, error) {
 	var r struct {
 		Output []struct {
-			Type, CallID, Name, Arguments string
-			Content                       []struct{ Text string }
+			Type      string `json:"type"`
+			CallID    string `json:"call_id"`
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+			Content   []struct {
+				Text string `json:"text"`
+			} `json:"content"`
 		} `json:"output"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {
