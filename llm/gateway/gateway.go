@@ -167,7 +167,7 @@ func (g *Gateway) complete(w http.ResponseWriter, r *http.Request, req llm.Reque
 		switch {
 		case errors.Is(err, llm.ErrBudgetExhausted) && g.budget == nil:
 			g.budget = err
-		case errors.Is(err, llm.ErrModelCall) && g.upstream == nil:
+		case modelFailure(err) && g.upstream == nil:
 			g.upstream = err
 		}
 	} else {
@@ -209,4 +209,11 @@ func (g *Gateway) callID(prefix string) string {
 	n := len(g.calls)
 	g.mu.Unlock()
 	return fmt.Sprintf("%s_%04d", prefix, n)
+}
+
+// modelFailure reports whether the model's endpoint, not the request,
+// failed the call (llm.CallError and llm.ErrModelCall say so).
+func modelFailure(err error) bool {
+	var mf interface{ ModelFailure() bool }
+	return errors.As(err, &mf) && mf.ModelFailure()
 }

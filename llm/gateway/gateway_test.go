@@ -207,3 +207,26 @@ func TestGatewayStreamIsWellFormedServerSentEvents(t *testing.T) {
 		t.Errorf("stream has %d events and ends %q", events, text[max(len(text)-20, 0):])
 	}
 }
+
+type failingModel struct{}
+
+func (failingModel) Complete(context.Context, llm.Request) (llm.Response, error) {
+	return llm.Response{Attempts: 1}, errors.New("upstream 500")
+}
+
+func (failingModel) Offline() bool { return false }
+
+func TestGatewayReportsAFailingEndpoint(t *testing.T) {
+	g, srv := newGateway(t, config.APIOpenAI, failingModel{}, nil)
+	resp, body := post(t, srv.URL+"/v1/chat/completions", "tok", shapes[config.APIOpenAI].first)
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "upstream 500") {
+		t.Errorf("failed call: %d %s, want 502 with the error", resp.StatusCode, body)
+	}
+	var mf interface{ ModelFailure() bool }
+	if err := g.Err(); !errors.As(err, &mf) || errors.Is(err, llm.ErrBudgetExhausted) {
+		t.Errorf("Err() = %v, want the model endpoint's failure", err)
+	}
+	if calls := g.Calls(); len(calls) != 1 || calls[0].Err == "" || calls[0].Response != nil {
+		t.Errorf("recorded calls = %+v", calls)
+	}
+}
