@@ -85,6 +85,12 @@ func (c *Config) Clone() *Config {
 			out.Labs[k] = l.clone()
 		}
 	}
+	if c.Agents != nil {
+		out.Agents = make(map[string]Agent, len(c.Agents))
+		for k, a := range c.Agents {
+			out.Agents[k] = a.clone()
+		}
+	}
 	return &out
 }
 

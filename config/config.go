@@ -30,6 +30,10 @@ type Config struct {
 	// measures, so it is kept out of the fingerprint: it is not encoded with
 	// the rest, and WriteResolved writes it as a table of its own, as [run].
 	Launcher Launcher `toml:"-"`
+
+	// Agents are the installed agents ([agents.<name>]), left out of an
+	// encoding when none is configured so older runs keep their fingerprint.
+	Agents map[string]Agent `toml:"agents,omitempty"`
 }
 
 // Launchers of a matrix ([launcher] kind).
@@ -177,6 +181,10 @@ type Lab struct {
 	CommandTimeout   Duration `toml:"command_timeout"`
 	OutputCapBytes   int      `toml:"output_cap_bytes"`
 	TaskSkillDirs    []string `toml:"task_skill_dirs"`
+
+	// Agent names an [agents.<name>] table that does the lab's trials in
+	// place of its own Executor; empty: the lab's Executor.
+	Agent string `toml:"agent,omitempty"`
 }
 
 // Budget is [budget]: limits that stop a run or matrix cleanly.

@@ -131,6 +131,7 @@ type fileLayer struct {
 	Evaluation      *Evaluation               `toml:"evaluation"`
 	Stats           *Stats                    `toml:"stats"`
 	Launcher        *Launcher                 `toml:"launcher"`
+	Agents          map[string]Agent          `toml:"agents"`
 }
 
 // decodeLayer reads data (named file in errors) over c. c must own all its
@@ -171,6 +172,7 @@ func decodeLayer(c *Config, data []byte, file string, inherit bool) (*layerMeta,
 	if err := decodeLabs(c, &layer, lmd, file, inherit); err != nil {
 		return nil, err
 	}
+	mergeAgents(c, layer.Agents)
 
 	// Belt and braces: checkKeys should have caught every key the decoder
 	// could not place.

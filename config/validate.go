@@ -120,6 +120,7 @@ func (c *Config) validate() []issue {
 	c.validateReflection(&ck)
 	c.validateModels(&ck)
 	c.validateLabs(&ck)
+	c.validateAgents(&ck)
 	c.validateBudget(&ck)
 	c.validateRuntime(&ck)
 	c.validateLauncher(&ck)

@@ -56,6 +56,11 @@ type ContainerSpec struct {
 	Row       string
 	Iteration int
 	TrialID   string
+
+	// ModelGateway asks for a network of the trial's own, whose host side
+	// a model gateway listens on (GatewayHost), even when the task has no
+	// internet: the sandbox then reaches the gateway and nothing else.
+	ModelGateway bool
 }
 
 // EnvError is a failure of a trial's environment (image build, container

@@ -204,13 +204,21 @@ func (r *Runner) setUp(ctx context.Context, tr *Trace, spec TrialSpec) (Closable
 		return nil, err
 	}
 	t0 = time.Now()
+	image, gateway, err := r.installAgent(ctx, image, spec.Agent)
+	tr.Timings.Build += time.Since(t0)
+	if err != nil {
+		return nil, err
+	}
+	tr.Image = image
+	t0 = time.Now()
 	sb, err := r.Backend.StartSandbox(ctx, ContainerSpec{
-		Image:     image,
-		Task:      spec.Task,
-		RunID:     spec.RunID,
-		Row:       spec.Row,
-		Iteration: spec.Iteration,
-		TrialID:   spec.TrialID,
+		Image:        image,
+		Task:         spec.Task,
+		RunID:        spec.RunID,
+		Row:          spec.Row,
+		Iteration:    spec.Iteration,
+		TrialID:      spec.TrialID,
+		ModelGateway: gateway,
 	})
 	tr.Timings.Setup = time.Since(t0)
 	if err != nil {

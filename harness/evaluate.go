@@ -128,7 +128,7 @@ func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Tas
 	tap := r.trialTap(trialID)
 	defer tap.Close()
 	plan := ""
-	if r.AgentKind == AgentLab {
+	if ModelDriven(r.AgentKind) {
 		allowed := r.visible(conditions.ConsumerPlannerPlan)
 		p, fellBack, err := r.plannerFor(rundir.PlannerCaller(trialID)).Plan(ctx, mediator.PlanInput{TaskID: task.ID, Trial: k,
 			Instruction:   shown(allowed, conditions.EvidenceInstruction, task.Instruction),

@@ -13,6 +13,7 @@ import (
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/executor/installed"
 	"github.com/mediated-coevo/harness/executor/lab"
 	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/llm"
@@ -233,6 +234,9 @@ func agentFactory(cfg *config.Config, kind, labID string, clients *Clients) (Age
 		if err != nil {
 			return nil, err
 		}
+		if settings.Agent != "" {
+			return installedFactory(cfg, settings.Agent, settings, clients)
+		}
 		roles := []conditions.Role{conditions.RoleExecutor, conditions.RoleCode, conditions.RoleExplore, conditions.RolePlan}
 		byRole := map[conditions.Role]*llm.Client{}
 		window, maxOut := map[conditions.Role]int{}, map[conditions.Role]int{}
@@ -250,7 +254,33 @@ func agentFactory(cfg *config.Config, kind, labID string, clients *Clients) (Age
 			return a
 		}, nil
 	}
-	return nil, fmt.Errorf("unknown agent %q: use lab, oracle or nop", kind)
+	if _, err := cfg.InstalledAgent(kind); err == nil {
+		settings, err := cfg.Lab(labID)
+		if err != nil {
+			return nil, err
+		}
+		return installedFactory(cfg, kind, settings, clients)
+	}
+	return nil, fmt.Errorf("unknown agent %q: use lab, oracle, nop or an [agents.<name>] table", kind)
+}
+
+// installedFactory returns the installed agent of [agents.<name>], its
+// calls made by the client of its model role.
+func installedFactory(cfg *config.Config, name string, lab config.Lab, clients *Clients) (AgentFactory, error) {
+	spec, err := cfg.InstalledAgent(name)
+	if err != nil {
+		return nil, err
+	}
+	if clients == nil {
+		return nil, fmt.Errorf("agent %s is an installed agent and needs a run's model clients: try it with `harness run --agent %s`", name, name)
+	}
+	client := clients.Get(spec.AgentModel())
+	if client == nil {
+		return nil, fmt.Errorf("agent %s: no model client for [models.%s]", name, spec.AgentModel())
+	}
+	return func(string) executor.Agent {
+		return &installed.Agent{AgentName: name, Spec: spec, Client: client, TaskSkillDirs: lab.TaskSkillDirs}
+	}, nil
 }
 
 // matrix runs every row of a matrix plan, rows concurrently up to -j, all

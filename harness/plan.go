@@ -20,6 +20,11 @@ const (
 	AgentNop    = "nop"    // does nothing: the floor
 )
 
+// ModelDriven reports whether an agent kind calls a model, so that the
+// Planner plans its trials: the lab's Executor and installed agents
+// ([agents.<name>]) do, oracle and nop do not.
+func ModelDriven(kind string) bool { return kind != AgentOracle && kind != AgentNop }
+
 // Agents lists the agent kinds.
 func Agents() []string { return []string{AgentLab, AgentOracle, AgentNop} }
 
@@ -403,7 +408,7 @@ func (p *Plan) settle(cfg *config.Config) {
 // under another name. It warns rather than refuses, so a run begun
 // without notes still resumes, and a row meant as a control still runs.
 func (p *Plan) warnEmptySharedNotes(cfg *config.Config) {
-	if p.Agent != AgentLab || strings.TrimSpace(cfg.Experiment.SharedNotes) != "" {
+	if !ModelDriven(p.Agent) || strings.TrimSpace(cfg.Experiment.SharedNotes) != "" {
 		return
 	}
 	var rows []string
@@ -466,7 +471,9 @@ func (p *Plan) fillCommon(cfg *config.Config, o *PlanOptions) error {
 		p.Agent = AgentLab
 	}
 	if !slices.Contains(Agents(), p.Agent) {
-		return fmt.Errorf("unknown agent %q: choose one of %s", p.Agent, strings.Join(Agents(), ", "))
+		if _, err := cfg.InstalledAgent(p.Agent); err != nil {
+			return fmt.Errorf("unknown agent %q: choose one of %s, or an installed agent: %w", p.Agent, strings.Join(Agents(), ", "), err)
+		}
 	}
 	p.Offline = o.Offline
 	if p.Offline {
@@ -731,7 +738,7 @@ func (p *Plan) checkPrices(cfg *config.Config) error {
 // plan each, and the lab's call caps.
 func trialCalls(calls map[conditions.Role]int64, lab config.Lab, agent string, trials int64) {
 	calls[conditions.RolePlanner] += trials
-	if agent != AgentLab {
+	if !ModelDriven(agent) {
 		return
 	}
 	calls[conditions.RoleExecutor] += trials * int64(lab.MaxModelCalls)

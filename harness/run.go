@@ -450,7 +450,7 @@ func (r *Run) baseRow(it int, task, trialID, student string, hashes map[conditio
 		MediatorModel: r.modelID(conditions.RoleMediator), CompactorModel: r.modelID(conditions.RoleCompactor),
 		AdvisorModel: r.modelID(conditions.RoleAdvisor), ReflectorModel: r.modelID(conditions.RoleReflector),
 	}
-	if r.AgentKind == AgentLab {
+	if ModelDriven(r.AgentKind) {
 		row.PlannerContextChars = new(int32(0))
 	}
 	return row
@@ -482,7 +482,7 @@ func (r *Run) roleWorks(role conditions.Role) bool {
 	p := r.Spec.Policy
 	switch role {
 	case conditions.RolePlanner, conditions.RoleExecutor:
-		return r.AgentKind == AgentLab
+		return ModelDriven(r.AgentKind)
 	case conditions.RoleMediator:
 		return r.Spec.Condition.MediatorRuns()
 	case conditions.RoleCompactor:

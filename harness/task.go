@@ -70,7 +70,7 @@ func (t *taskRun) end(err error) {
 	t.out.row = t.r.finishRow(t.row, t.tap.Take())
 }
 
-func (t *taskRun) lab() bool { return t.r.AgentKind == AgentLab }
+func (t *taskRun) lab() bool { return ModelDriven(t.r.AgentKind) }
 
 // plan is step 1: the Planner writes the plan from the prior context the
 // condition allows. Agents other than the lab get no plan.

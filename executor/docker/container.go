@@ -209,6 +209,11 @@ func (d *Backend) create(ctx context.Context, spec executor.ContainerSpec, relea
 			}
 		}
 	}
+	if err == nil && proj == nil && spec.ModelGateway {
+		if st, err = d.gatewayStack(ctx, spec); err == nil {
+			netCfg = st.applyMain(cfg, hc, nil, nil)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

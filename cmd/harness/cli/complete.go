@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -65,6 +67,19 @@ func completeAgents(_ *cobra.Command, _ []string, _ string) ([]cobra.Completion,
 		cobra.CompletionWithDesc(harness.AgentOracle, "the task's reference solution"),
 		cobra.CompletionWithDesc(harness.AgentNop, "does nothing"),
 	}, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeInstalledAgents adds the preset installed agents to the kinds.
+func completeInstalledAgents(cmd *cobra.Command, args []string, s string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	out, dir := completeAgents(cmd, args, s)
+	presets, err := config.AgentPresets()
+	if err != nil {
+		return out, dir
+	}
+	for _, name := range slices.Sorted(maps.Keys(presets)) {
+		out = append(out, cobra.CompletionWithDesc(name, "installed agent (preset)"))
+	}
+	return out, dir
 }
 
 // completeLabs offers the labs of --config-dir when it is already on the

@@ -54,10 +54,10 @@ prices under a dollar budget); a problem exits with code 2 and creates nothing.`
 	fl.StringVar(&o.Condition, "condition", string(conditions.LearnedMediator), "feedback condition: "+conditionNames())
 	fl.StringVar(&o.SkillUpdates, "skill-updates", "all", "skills that may change: none, all, or a comma list of executor, planner, mediator")
 	fl.StringVar(&o.Lab, "lab", "", "lab from the configuration (default \"default\")")
-	fl.StringVar(&o.Agent, "agent", harness.AgentLab, "agent doing the tasks: lab, oracle (reference solution) or nop")
+	fl.StringVar(&o.Agent, "agent", harness.AgentLab, "agent doing the tasks: lab, oracle (reference solution), nop, or an installed agent ([agents.<name>] or a preset such as claude-code, codex)")
 	_ = cmd.RegisterFlagCompletionFunc("condition", completeConditions)
 	_ = cmd.RegisterFlagCompletionFunc("skill-updates", completePolicies)
-	_ = cmd.RegisterFlagCompletionFunc("agent", completeAgents)
+	_ = cmd.RegisterFlagCompletionFunc("agent", completeInstalledAgents)
 	_ = cmd.RegisterFlagCompletionFunc("lab", completeLabs)
 	return cmd
 }
