@@ -164,16 +164,34 @@ func (p *Plan) calibrate(dir string) error {
 	return nil
 }
 
-// expectedValidation is how many validation trials a row's remaining
-// trials are expected to bring: one Advisor batch per advisor_buffer_max
-// proposals (at most one per trial), each reaching the gate, which spends
-// its simulated mean trials on the tasks it validates on.
-func (p *Plan) expectedValidation(cfg *config.Config, r RowSpec, remaining int) int {
-	if !cfg.Validation.Enabled || !r.Policy.Executor || r.Condition.ProposalFeedback() == conditions.FeedbackNone {
+// expectedBatches is how many Advisor batches a row's remaining
+// iterations are expected to bring: proposals (proposalRate per trial)
+// fill the buffer, and a batch is reviewed at the end of the first
+// iteration that leaves advisor_buffer_max or more in it.
+func expectedBatches(cfg *config.Config, r RowSpec, tasks, iterations int) int {
+	if !r.Policy.Executor || r.Condition.ProposalFeedback() == conditions.FeedbackNone {
 		return 0
 	}
-	buf := max(1, cfg.Experiment.AdvisorBufferMax)
-	batches := remaining / buf
+	buf := float64(max(1, cfg.Experiment.AdvisorBufferMax))
+	batches, buffered := 0, 0.0
+	for range iterations {
+		buffered += proposalRate * float64(tasks)
+		if buffered >= buf-1e-9 {
+			batches++
+			buffered = 0
+		}
+	}
+	return batches
+}
+
+// expectedValidation is how many validation trials a row's remaining
+// iterations are expected to bring: each expected batch reaching the gate,
+// which spends its simulated mean trials on the tasks it validates on.
+func (p *Plan) expectedValidation(cfg *config.Config, r RowSpec, iterations int) int {
+	if !cfg.Validation.Enabled {
+		return 0
+	}
+	batches := expectedBatches(cfg, r, len(p.Tasks), iterations)
 	if batches == 0 {
 		return 0
 	}
@@ -184,9 +202,11 @@ func (p *Plan) expectedValidation(cfg *config.Config, r RowSpec, remaining int) 
 	return int(math.Ceil(float64(batches) * e))
 }
 
-// validationSize is how many tasks a gate decision is expected to use: the
-// validation split or the pool, capped by pool_size, else the tasks of a
-// batch (at most one per buffered proposal).
+// validationSize is how many tasks a gate decision is expected to use, as
+// Run.validationTasks picks them: the validation split or the pool, capped
+// by pool_size; else the row's tasks apart from the batch's (a batch holds
+// proposals from about min(tasks, advisor_buffer_max) tasks), capped the
+// same way; else, when every task contributed, the batch's own tasks.
 func (p *Plan) validationSize(cfg *config.Config) int {
 	capped := func(n int) int {
 		if ps := cfg.Validation.PoolSize; ps > 0 {
@@ -200,7 +220,11 @@ func (p *Plan) validationSize(cfg *config.Config) int {
 	case len(cfg.Validation.Pool) > 0:
 		return capped(len(cfg.Validation.Pool))
 	}
-	return min(len(p.Tasks), max(1, cfg.Experiment.AdvisorBufferMax))
+	contributing := min(len(p.Tasks), max(1, cfg.Experiment.AdvisorBufferMax))
+	if apart := len(p.Tasks) - contributing; apart > 0 {
+		return capped(apart)
+	}
+	return contributing
 }
 
 // GatePlan is what the validation gate's simulated error rates mean for a
@@ -231,8 +255,7 @@ func (p *Plan) gateRates(cfg *config.Config) {
 		if !cfg.Validation.Enabled || !r.Policy.Executor || r.Condition.ProposalFeedback() == conditions.FeedbackNone {
 			continue
 		}
-		remaining := len(p.Tasks) * max(p.Iterations-p.done[r.Name], 0)
-		decisions = max(decisions, remaining/max(1, cfg.Experiment.AdvisorBufferMax))
+		decisions = max(decisions, expectedBatches(cfg, r, len(p.Tasks), max(p.Iterations-p.done[r.Name], 0)))
 	}
 	size := p.validationSize(cfg)
 	if decisions == 0 || size < 1 {
