@@ -2,11 +2,14 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"testing"
 
 	"github.com/mediated-coevo/harness/benchmarks"
+	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness/rundir"
+	"github.com/mediated-coevo/harness/llm/llmtest"
 )
 
 // The dry run's estimate comes from what each role sends, and an offline
@@ -46,6 +49,89 @@ func TestDryRunTokensMatchTheSpend(t *testing.T) {
 	decisions, _ := filepath.Glob(filepath.Join(out.Rows[0].Dir, "artifacts", "validation", "*", rundir.DecisionFile))
 	if len(decisions) == 0 && p.ValidationTrials != 0 {
 		t.Errorf("planned %d validation trials; the run validated no batch", p.ValidationTrials)
+	}
+	t.Logf("estimated %d tokens (%v), spent %v", p.EstimatedTokens, p.EstimatedTokensByRole, total)
+}
+
+// fakeModel answers every role through the fake endpoint as a terse,
+// cooperative model would, leaving usage out so the client counts what it
+// sent: the Executor runs one command, then submits; the Planner proposes
+// on every other task; the other roles answer their schema.
+func fakeModel(t *testing.T) *llmtest.Server {
+	srv := llmtest.NewServer(t)
+	srv.Handle(func(q llmtest.Request) llmtest.Reply {
+		if len(q.Chat.Tools) > 0 {
+			for _, m := range q.Chat.Messages {
+				if m.Role == "tool" {
+					return llmtest.ToolCall("submit-1", "submit", `{"summary":"Ran the command and submitted."}`).WithoutUsage()
+				}
+			}
+			return llmtest.ToolCall("run-1", "run_command", `{"command":"ls /app"}`).WithoutUsage()
+		}
+		var rf struct {
+			JSONSchema struct {
+				Name string `json:"name"`
+			} `json:"json_schema"`
+		}
+		_ = json.Unmarshal(q.Chat.ResponseFormat, &rf)
+		answers := map[string]any{
+			"plan":   map[string]any{"plan": "1. List /app.\n2. Read the inputs the instruction names.\n3. Write the outputs.\n4. Submit."},
+			"report": map[string]any{"abstraction_level": "trace", "withheld": false, "content": "The Executor submitted without writing its output.", "reasoning": "a lesson for the Planner"},
+			"proposal": map[string]any{"propose": len(q.Raw)%2 == 0, "old_content": "", "new_content": "- Write every output before you submit.",
+				"reasoning": "outputs were missing"},
+			"advice":      map[string]any{"approve": true, "feedback": "Keep it short."},
+			"skill_draft": map[string]any{"content": "---\nname: executor\ndescription: How to work on a task.\n---\n\n# Executor\n\n- Write every output before you submit.\n"},
+			"reflection":  map[string]any{"no_change": true, "content": "", "reasoning": "no pattern"},
+		}
+		a, ok := answers[rf.JSONSchema.Name]
+		if !ok {
+			t.Errorf("request with no tools and unknown schema %q", rf.JSONSchema.Name)
+			return llmtest.Status(400, "unexpected request")
+		}
+		return llmtest.JSON(a).WithoutUsage()
+	})
+	return srv
+}
+
+// Against a model endpoint the dry run assumes each agent uses half its
+// call cap; with a cap of four and an agent that makes two calls, the
+// estimate of what the roles send comes within a factor 1.5 of a
+// full_coevolution run's spend against the fake server.
+func TestDryRunTokensMatchTheFakeServersSpend(t *testing.T) {
+	srv := fakeModel(t)
+	const env = "HARNESS_TEST_FAKE_KEY"
+	t.Setenv(env, "sk-fake")
+	cfg := e2eConfig(t)
+	for role, m := range cfg.Models {
+		m.Provider, m.BaseURL, m.Model, m.APIKeyEnv, m.MaxRetries = config.ProviderOpenAI, srv.URL(), "fake-model", env, 0
+		cfg.Models[role] = m
+	}
+	lab := cfg.Labs[config.DefaultLab]
+	lab.MaxModelCalls, lab.ConcludeMargin = 4, 1
+	cfg.Labs[config.DefaultLab] = lab
+	p, err := BuildRunPlan(cfg, PlanOptions{Tasks: benchmarks.SmokeIDs(), Preset: "full_coevolution", Iterations: 2,
+		Seeds: []int64{42}, Agent: AgentLab, Concurrency: 2, OutDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := ExecutePlan(context.Background(), onMemWorld(t, ExecOptions{Plan: p}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := LoadState(out.Rows[0].Dir)
+	if err != nil || st == nil {
+		t.Fatalf("state: %v", err)
+	}
+	var total float64
+	for role, tk := range tokensByRole(st.Ledger).all {
+		got, want := float64(p.EstimatedTokensByRole[role]), tk.in+tk.out
+		total += want
+		if got < want/1.5 || got > want*1.5 {
+			t.Errorf("%s: estimated %v tokens, spent %v: not within a factor 1.5", role, got, want)
+		}
+	}
+	if got := float64(p.EstimatedTokens); got < total/1.5 || got > total*1.5 {
+		t.Errorf("estimated %v tokens, the run spent %v: not within a factor 1.5", got, total)
 	}
 	t.Logf("estimated %d tokens (%v), spent %v", p.EstimatedTokens, p.EstimatedTokensByRole, total)
 }
