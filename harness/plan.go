@@ -85,9 +85,10 @@ type Plan struct {
 	// iterations each run or row has not completed. The estimates below
 	// then cover only that remaining work.
 	RemainingTrials *int `json:"remaining_trials,omitempty"`
-	// EstimatedTokens (input + output, all rows) and EstimatedCostUSD are
-	// rough upper estimates; CostKnown is false when some model in use has
-	// no price, so the cost leaves it out.
+	// EstimatedTokens (input + output, all rows) and EstimatedCostUSD come
+	// from the request model (plan_requests.go), or from an earlier run's
+	// measured spend with --estimate-from; CostKnown is false when some
+	// model in use has no price, so the cost leaves it out.
 	EstimatedTokens       int64                     `json:"estimated_tokens"`
 	EstimatedTokensByRole map[conditions.Role]int64 `json:"estimated_tokens_by_role,omitempty"`
 	EstimatedCostUSD      float64                   `json:"estimated_cost_usd"`
@@ -652,7 +653,8 @@ func (p *Plan) rowTokens(tokens map[conditions.Role]roleTokens, cfg *config.Conf
 	}
 	m := requestModel{cfg: cfg, lab: lab, agent: p.Agent, offline: p.Offline, skill: p.skillTokens(cfg)}
 	rowRequests(tokens, m, r, len(p.Tasks), max(p.Iterations-done, 0), done)
-	m.work(tokens, float64(eval+validation))
+	m.work(tokens, float64(eval), true)
+	m.work(tokens, float64(validation), false)
 }
 
 // rowRequests adds what a row's remaining iterations send: per trial its
@@ -665,7 +667,7 @@ func rowRequests(tokens map[conditions.Role]roleTokens, m requestModel, r RowSpe
 	if trials == 0 {
 		return
 	}
-	m.work(tokens, trials)
+	m.work(tokens, trials, true)
 	if r.Condition.MediatorRuns() {
 		m.add(tokens, kindReport, trials)
 	}

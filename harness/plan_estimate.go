@@ -169,19 +169,30 @@ func (p *Plan) calibrate(dir string) error {
 // fill the buffer, and a batch is reviewed at the end of the first
 // iteration that leaves advisor_buffer_max or more in it.
 func expectedBatches(cfg *config.Config, r RowSpec, tasks, iterations int) int {
+	n, _ := batchesAndSize(cfg, r, tasks, iterations)
+	return n
+}
+
+// batchesAndSize is expectedBatches and the mean proposals a batch holds
+// (the whole buffer at its review, which may pass advisor_buffer_max).
+func batchesAndSize(cfg *config.Config, r RowSpec, tasks, iterations int) (int, float64) {
 	if !r.Policy.Executor || r.Condition.ProposalFeedback() == conditions.FeedbackNone {
-		return 0
+		return 0, 0
 	}
 	buf := float64(max(1, cfg.Experiment.AdvisorBufferMax))
-	batches, buffered := 0, 0.0
+	batches, buffered, held := 0, 0.0, 0.0
 	for range iterations {
 		buffered += proposalRate * float64(tasks)
 		if buffered >= buf-1e-9 {
 			batches++
+			held += buffered
 			buffered = 0
 		}
 	}
-	return batches
+	if batches == 0 {
+		return 0, 0
+	}
+	return batches, held / float64(batches)
 }
 
 // expectedValidation is how many validation trials a row's remaining
@@ -191,11 +202,11 @@ func (p *Plan) expectedValidation(cfg *config.Config, r RowSpec, iterations int)
 	if !cfg.Validation.Enabled {
 		return 0
 	}
-	batches := expectedBatches(cfg, r, len(p.Tasks), iterations)
+	batches, size := batchesAndSize(cfg, r, len(p.Tasks), iterations)
 	if batches == 0 {
 		return 0
 	}
-	e, err := gate.ExpectedTrials(gateConfig(cfg.Validation, 0), p.validationSize(cfg))
+	e, err := gate.ExpectedTrials(gateConfig(cfg.Validation, 0), p.validationSize(cfg, size))
 	if err != nil {
 		return 0
 	}
@@ -204,10 +215,10 @@ func (p *Plan) expectedValidation(cfg *config.Config, r RowSpec, iterations int)
 
 // validationSize is how many tasks a gate decision is expected to use, as
 // Run.validationTasks picks them: the validation split or the pool, capped
-// by pool_size; else the row's tasks apart from the batch's (a batch holds
-// proposals from about min(tasks, advisor_buffer_max) tasks), capped the
-// same way; else, when every task contributed, the batch's own tasks.
-func (p *Plan) validationSize(cfg *config.Config) int {
+// by pool_size; else the row's tasks apart from the batch's (a batch of
+// batchSize proposals comes from about min(tasks, batchSize) tasks), capped
+// the same way; else, when every task contributed, the batch's own tasks.
+func (p *Plan) validationSize(cfg *config.Config, batchSize float64) int {
 	capped := func(n int) int {
 		if ps := cfg.Validation.PoolSize; ps > 0 {
 			return min(n, ps)
@@ -220,7 +231,7 @@ func (p *Plan) validationSize(cfg *config.Config) int {
 	case len(cfg.Validation.Pool) > 0:
 		return capped(len(cfg.Validation.Pool))
 	}
-	contributing := min(len(p.Tasks), max(1, cfg.Experiment.AdvisorBufferMax))
+	contributing := min(len(p.Tasks), max(1, int(math.Round(batchSize))))
 	if apart := len(p.Tasks) - contributing; apart > 0 {
 		return capped(apart)
 	}
@@ -250,14 +261,17 @@ type GatePlan struct {
 // gateRates states the gate's error rates for the rows that validate
 // skill candidates; nothing when none does.
 func (p *Plan) gateRates(cfg *config.Config) {
-	decisions := 0
+	decisions, batchSize := 0, 0.0
 	for _, r := range p.Rows {
 		if !cfg.Validation.Enabled || !r.Policy.Executor || r.Condition.ProposalFeedback() == conditions.FeedbackNone {
 			continue
 		}
-		decisions = max(decisions, expectedBatches(cfg, r, len(p.Tasks), max(p.Iterations-p.done[r.Name], 0)))
+		n, size := batchesAndSize(cfg, r, len(p.Tasks), max(p.Iterations-p.done[r.Name], 0))
+		if n > decisions {
+			decisions, batchSize = n, size
+		}
 	}
-	size := p.validationSize(cfg)
+	size := p.validationSize(cfg, batchSize)
 	if decisions == 0 || size < 1 {
 		return
 	}

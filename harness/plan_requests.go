@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"io/fs"
 	"math"
 	"os"
@@ -15,11 +16,14 @@ import (
 // callKind is what one kind of model call sends and gets back, in tokens:
 // Frame is its fixed part (the system prompt, the output schema, the
 // section headings), Inputs what varies with the run (the instruction, a
-// transcript, a batch), both without the skill the role reads, which the
-// model adds from the run's own skill sizes; Output is its answer.
+// transcript, a batch), both without the skill the call carries, which the
+// model adds from the run's own skill sizes: the skill of Reads, else the
+// role's own, none when NoSkill. Output is its answer.
 type callKind struct {
 	Role                  conditions.Role
 	Frame, Inputs, Output float64
+	Reads                 conditions.Role
+	NoSkill               bool
 }
 
 // The call kinds of a trial and of the evolution steps. Frames and inputs
@@ -31,9 +35,9 @@ var (
 	kindPlan     = callKind{Role: conditions.RolePlanner, Frame: 1200, Inputs: 800, Output: 100}
 	kindProposal = callKind{Role: conditions.RolePlanner, Frame: 1400, Inputs: 800, Output: 70}
 	kindReport   = callKind{Role: conditions.RoleMediator, Frame: 500, Inputs: 400, Output: 150}
-	kindSummary  = callKind{Role: conditions.RoleCompactor, Frame: 500, Inputs: 1500, Output: 150}
-	kindAdvice   = callKind{Role: conditions.RoleAdvisor, Frame: 800, Inputs: 1500, Output: 100}
-	kindDraft    = callKind{Role: conditions.RolePlanner, Frame: 800, Inputs: 1500, Output: 1600}
+	kindSummary  = callKind{Role: conditions.RoleCompactor, Frame: 500, Inputs: 1500, Output: 150, NoSkill: true}
+	kindAdvice   = callKind{Role: conditions.RoleAdvisor, Frame: 800, Inputs: 1500, Output: 100, Reads: conditions.RoleExecutor}
+	kindDraft    = callKind{Role: conditions.RolePlanner, Frame: 800, Inputs: 1500, Output: 1600, Reads: conditions.RoleExecutor}
 	kindReflect  = callKind{Role: conditions.RoleReflector, Frame: 900, Inputs: 2500, Output: 200}
 	// An Executor call sends the system prompt, the tools, the skill, the
 	// plan and the instruction, then the transcript so far: each call adds
@@ -82,18 +86,21 @@ func (m requestModel) agentCalls() float64 {
 
 // add adds n calls of kind k to into.
 func (m requestModel) add(into map[conditions.Role]roleTokens, k callKind, n float64) {
-	skill := m.skill[k.Role]
-	if k == kindSummary || k == kindAdvice {
-		skill = 0 // neither reads a skill of its own
+	skill := m.skill[cmp.Or(k.Reads, k.Role)]
+	if k.NoSkill {
+		skill = 0
 	}
 	t := into[k.Role]
 	into[k.Role] = roleTokens{t.in + n*(k.Frame+k.Inputs+skill), t.out + n*k.Output}
 }
 
-// work adds n trials' plan and Executor loop: what every trial spends,
-// training, validation and evaluation alike.
-func (m requestModel) work(into map[conditions.Role]roleTokens, n float64) {
-	m.add(into, kindPlan, n)
+// work adds n trials' Executor loops, and their plans when planned:
+// training and evaluation trials are, validation trials are not (they
+// compare two executor skills on the bare instruction).
+func (m requestModel) work(into map[conditions.Role]roleTokens, n float64, planned bool) {
+	if planned {
+		m.add(into, kindPlan, n)
+	}
 	c := m.agentCalls()
 	if c == 0 {
 		return

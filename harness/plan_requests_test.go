@@ -15,7 +15,8 @@ import (
 // The dry run's estimate comes from what each role sends, and an offline
 // full_coevolution run of the smoke set, every trial played by the offline
 // agent in the in-memory world, spends within a factor 1.5 of it, in all
-// and for each role that spends.
+// and for each role that spends. With the shipped settings two iterations
+// bring too few proposals to fill a batch, and the plan expects none.
 func TestDryRunTokensMatchTheSpend(t *testing.T) {
 	cfg := e2eConfig(t)
 	cfg.SetOffline()
@@ -28,35 +29,48 @@ func TestDryRunTokensMatchTheSpend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := LoadState(out.Rows[0].Dir)
+	checkEstimate(t, p, out.Rows[0].Dir)
+}
+
+// checkEstimate holds the plan's tokens in all, and by role for every
+// role spending at least a twentieth of them, and its validation trials
+// within a factor 1.5 of what the run in dir spent. A role spending less
+// makes a call or two in so short a run, a count the plan's expectation
+// cannot match.
+func checkEstimate(t *testing.T, p *Plan, dir string) {
+	t.Helper()
+	st, err := LoadState(dir)
 	if err != nil || st == nil {
 		t.Fatalf("state: %v", err)
 	}
-	spent := tokensByRole(st.Ledger)
+	spent := tokensByRole(st.Ledger).all
 	var total float64
-	for role, tk := range spent.all {
+	for _, tk := range spent {
+		total += tk.in + tk.out
+	}
+	for role, tk := range spent {
 		got, want := float64(p.EstimatedTokensByRole[role]), tk.in+tk.out
-		total += want
-		if got < want/1.5 || got > want*1.5 {
+		if want >= total/20 && (got < want/1.5 || got > want*1.5) {
 			t.Errorf("%s: estimated %v tokens, spent %v: not within a factor 1.5", role, got, want)
 		}
 	}
 	if got := float64(p.EstimatedTokens); got < total/1.5 || got > total*1.5 {
 		t.Errorf("estimated %v tokens, the run spent %v: not within a factor 1.5", got, total)
 	}
-	// Seven proposals in two iterations never fill a buffer of ten: no
-	// batch, so no validation trial, planned or run.
-	decisions, _ := filepath.Glob(filepath.Join(out.Rows[0].Dir, "artifacts", "validation", "*", rundir.DecisionFile))
-	if len(decisions) == 0 && p.ValidationTrials != 0 {
-		t.Errorf("planned %d validation trials; the run validated no batch", p.ValidationTrials)
+	// A validation trial keeps its trace in <batch>/<arm>/<task>/k<i>.
+	traces, _ := filepath.Glob(filepath.Join(dir, rundir.ValidationBatchDir("*"), "*", "*", "*", rundir.TraceFile))
+	validated := len(traces)
+	if got, want := float64(p.ValidationTrials), float64(validated); got < want/1.5 || got > want*1.5 {
+		t.Errorf("planned %v validation trials, the run had %v", got, want)
 	}
-	t.Logf("estimated %d tokens (%v), spent %v", p.EstimatedTokens, p.EstimatedTokensByRole, total)
+	t.Logf("estimated %d tokens (%v), spent %v; validation trials %d planned, %d run", p.EstimatedTokens, p.EstimatedTokensByRole, total,
+		p.ValidationTrials, validated)
 }
 
 // fakeModel answers every role through the fake endpoint as a terse,
 // cooperative model would, leaving usage out so the client counts what it
 // sent: the Executor runs one command, then submits; the Planner proposes
-// on every other task; the other roles answer their schema.
+// an edit after about half the trials; the other roles answer their schema.
 func fakeModel(t *testing.T) *llmtest.Server {
 	srv := llmtest.NewServer(t)
 	srv.Handle(func(q llmtest.Request) llmtest.Reply {
@@ -96,42 +110,40 @@ func fakeModel(t *testing.T) *llmtest.Server {
 // Against a model endpoint the dry run assumes each agent uses half its
 // call cap; with a cap of four and an agent that makes two calls, the
 // estimate of what the roles send comes within a factor 1.5 of a
-// full_coevolution run's spend against the fake server.
+// full_coevolution run's spend against the fake server. Two iterations
+// fill no batch: how many trials a gate decision spends depends on the
+// edit (see docs/statistics.md), which no plan knows.
 func TestDryRunTokensMatchTheFakeServersSpend(t *testing.T) {
-	srv := fakeModel(t)
+	tests := []struct {
+		name  string
+		tweak func(*config.Config)
+	}{
+		{"shipped settings", func(*config.Config) {}},
+	}
 	const env = "HARNESS_TEST_FAKE_KEY"
 	t.Setenv(env, "sk-fake")
-	cfg := e2eConfig(t)
-	for role, m := range cfg.Models {
-		m.Provider, m.BaseURL, m.Model, m.APIKeyEnv, m.MaxRetries = config.ProviderOpenAI, srv.URL(), "fake-model", env, 0
-		cfg.Models[role] = m
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := fakeModel(t)
+			cfg := e2eConfig(t)
+			for role, m := range cfg.Models {
+				m.Provider, m.BaseURL, m.Model, m.APIKeyEnv, m.MaxRetries = config.ProviderOpenAI, srv.URL(), "fake-model", env, 0
+				cfg.Models[role] = m
+			}
+			lab := cfg.Labs[config.DefaultLab]
+			lab.MaxModelCalls, lab.ConcludeMargin = 4, 1
+			cfg.Labs[config.DefaultLab] = lab
+			tt.tweak(cfg)
+			p, err := BuildRunPlan(cfg, PlanOptions{Tasks: benchmarks.SmokeIDs(), Preset: "full_coevolution", Iterations: 2,
+				Seeds: []int64{42}, Agent: AgentLab, Concurrency: 2, OutDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := ExecutePlan(context.Background(), onMemWorld(t, ExecOptions{Plan: p}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkEstimate(t, p, out.Rows[0].Dir)
+		})
 	}
-	lab := cfg.Labs[config.DefaultLab]
-	lab.MaxModelCalls, lab.ConcludeMargin = 4, 1
-	cfg.Labs[config.DefaultLab] = lab
-	p, err := BuildRunPlan(cfg, PlanOptions{Tasks: benchmarks.SmokeIDs(), Preset: "full_coevolution", Iterations: 2,
-		Seeds: []int64{42}, Agent: AgentLab, Concurrency: 2, OutDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := ExecutePlan(context.Background(), onMemWorld(t, ExecOptions{Plan: p}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := LoadState(out.Rows[0].Dir)
-	if err != nil || st == nil {
-		t.Fatalf("state: %v", err)
-	}
-	var total float64
-	for role, tk := range tokensByRole(st.Ledger).all {
-		got, want := float64(p.EstimatedTokensByRole[role]), tk.in+tk.out
-		total += want
-		if got < want/1.5 || got > want*1.5 {
-			t.Errorf("%s: estimated %v tokens, spent %v: not within a factor 1.5", role, got, want)
-		}
-	}
-	if got := float64(p.EstimatedTokens); got < total/1.5 || got > total*1.5 {
-		t.Errorf("estimated %v tokens, the run spent %v: not within a factor 1.5", got, total)
-	}
-	t.Logf("estimated %d tokens (%v), spent %v", p.EstimatedTokens, p.EstimatedTokensByRole, total)
 }
