@@ -65,7 +65,7 @@ type Plan struct {
 	// the gate, at the gate's simulated mean trials per decision.
 	ValidationTrials int `json:"validation_trials,omitempty"`
 	// EstimatedFrom is the earlier run the estimates were measured from;
-	// empty when they are the call-cap upper bound.
+	// empty when they come from the request model.
 	EstimatedFrom string `json:"estimated_from,omitempty"`
 	// Power says how small a difference the design can detect.
 	Power *PowerStatement `json:"power,omitempty"`
@@ -148,7 +148,7 @@ type PlanOptions struct {
 	// Split divides the tasks into evolve, validate and held-out splits.
 	Split SplitOptions
 	// EstimateFrom is an earlier run or matrix whose measured spend per
-	// trial the estimates use instead of the call-cap upper bound.
+	// trial the estimates use instead of the request model.
 	EstimateFrom string
 	Iterations   int
 	Seeds        []int64 // a run uses the first

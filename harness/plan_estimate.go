@@ -106,7 +106,7 @@ func loadCalibration(dir string) (*calibration, error) {
 		cal.rows[name] = row.scale(1 / float64(trials))
 	}
 	if cal.trials == 0 {
-		return nil, fmt.Errorf("--estimate-from %s: no completed iteration to measure; let it finish one, or leave the flag out for the upper bound", dir)
+		return nil, fmt.Errorf("--estimate-from %s: no completed iteration to measure; let it finish one, or leave the flag out for the request model's estimate", dir)
 	}
 	cal.all = cal.all.scale(1 / float64(cal.trials))
 	return cal, nil

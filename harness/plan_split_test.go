@@ -174,14 +174,7 @@ func TestEstimateFromAPilotRun(t *testing.T) {
 	if got < want/1.5 || got > want*1.5 {
 		t.Errorf("estimated %v tokens, the run spent %v: not within a factor 1.5", got, want)
 	}
-	upper, err := BuildRunPlan(testConfig(t, tweak), PlanOptions{Tasks: tasks, Condition: "learned_mediator", Policy: conditions.PolicyAll, Iterations: iterations})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if float64(upper.EstimatedTokens) < want {
-		t.Errorf("the upper bound (%d tokens) is below what the run spent (%v)", upper.EstimatedTokens, want)
-	}
-	t.Logf("measured estimate %v, upper bound %d, spent %v tokens", got, upper.EstimatedTokens, want)
+	t.Logf("measured estimate %v, spent %v tokens", got, want)
 }
 
 func TestEstimateFromRefusesWhatItCannotMeasure(t *testing.T) {
