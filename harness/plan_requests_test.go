@@ -114,36 +114,25 @@ func fakeModel(t *testing.T) *llmtest.Server {
 // fill no batch: how many trials a gate decision spends depends on the
 // edit (see docs/statistics.md), which no plan knows.
 func TestDryRunTokensMatchTheFakeServersSpend(t *testing.T) {
-	tests := []struct {
-		name  string
-		tweak func(*config.Config)
-	}{
-		{"shipped settings", func(*config.Config) {}},
-	}
 	const env = "HARNESS_TEST_FAKE_KEY"
 	t.Setenv(env, "sk-fake")
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := fakeModel(t)
-			cfg := e2eConfig(t)
-			for role, m := range cfg.Models {
-				m.Provider, m.BaseURL, m.Model, m.APIKeyEnv, m.MaxRetries = config.ProviderOpenAI, srv.URL(), "fake-model", env, 0
-				cfg.Models[role] = m
-			}
-			lab := cfg.Labs[config.DefaultLab]
-			lab.MaxModelCalls, lab.ConcludeMargin = 4, 1
-			cfg.Labs[config.DefaultLab] = lab
-			tt.tweak(cfg)
-			p, err := BuildRunPlan(cfg, PlanOptions{Tasks: benchmarks.SmokeIDs(), Preset: "full_coevolution", Iterations: 2,
-				Seeds: []int64{42}, Agent: AgentLab, Concurrency: 2, OutDir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := ExecutePlan(context.Background(), onMemWorld(t, ExecOptions{Plan: p}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkEstimate(t, p, out.Rows[0].Dir)
-		})
+	srv := fakeModel(t)
+	cfg := e2eConfig(t)
+	for role, m := range cfg.Models {
+		m.Provider, m.BaseURL, m.Model, m.APIKeyEnv, m.MaxRetries = config.ProviderOpenAI, srv.URL(), "fake-model", env, 0
+		cfg.Models[role] = m
 	}
+	lab := cfg.Labs[config.DefaultLab]
+	lab.MaxModelCalls, lab.ConcludeMargin = 4, 1
+	cfg.Labs[config.DefaultLab] = lab
+	p, err := BuildRunPlan(cfg, PlanOptions{Tasks: benchmarks.SmokeIDs(), Preset: "full_coevolution", Iterations: 2,
+		Seeds: []int64{42}, Agent: AgentLab, Concurrency: 2, OutDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := ExecutePlan(context.Background(), onMemWorld(t, ExecOptions{Plan: p}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEstimate(t, p, out.Rows[0].Dir)
 }
