@@ -28,15 +28,6 @@ func ModelDriven(kind string) bool { return kind != AgentOracle && kind != Agent
 // Agents lists the agent kinds.
 func Agents() []string { return []string{AgentLab, AgentOracle, AgentNop} }
 
-// Token guesses behind a plan's estimate. One model call of an agent reads
-// its growing transcript, so input dominates; these are rough averages for
-// agentic work on small tasks, not measurements. An estimate assumes every
-// agent uses its whole call budget (max_model_calls), so it leans high.
-const (
-	EstInputTokensPerCall  = 6000
-	EstOutputTokensPerCall = 600
-)
-
 // RowSpec is one row of a plan: one run of one condition, policy, lab and
 // seed over the plan's tasks and iterations.
 type RowSpec struct {
@@ -79,7 +70,7 @@ type Plan struct {
 	// the gate, at the gate's simulated mean trials per decision.
 	ValidationTrials int `json:"validation_trials,omitempty"`
 	// EstimatedFrom is the earlier run the estimates were measured from;
-	// empty when they are the call-cap upper bound.
+	// empty when they come from the request model.
 	EstimatedFrom string `json:"estimated_from,omitempty"`
 	// Power says how small a difference the design can detect.
 	Power *PowerStatement `json:"power,omitempty"`
@@ -99,9 +90,10 @@ type Plan struct {
 	// iterations each run or row has not completed. The estimates below
 	// then cover only that remaining work.
 	RemainingTrials *int `json:"remaining_trials,omitempty"`
-	// EstimatedTokens (input + output, all rows) and EstimatedCostUSD are
-	// rough upper estimates; CostKnown is false when some model in use has
-	// no price, so the cost leaves it out.
+	// EstimatedTokens (input + output, all rows) and EstimatedCostUSD come
+	// from the request model (plan_requests.go), or from an earlier run's
+	// measured spend with --estimate-from; CostKnown is false when some
+	// model in use has no price, so the cost leaves it out.
 	EstimatedTokens       int64                     `json:"estimated_tokens"`
 	EstimatedTokensByRole map[conditions.Role]int64 `json:"estimated_tokens_by_role,omitempty"`
 	EstimatedCostUSD      float64                   `json:"estimated_cost_usd"`
@@ -161,7 +153,7 @@ type PlanOptions struct {
 	// Split divides the tasks into evolve, validate and held-out splits.
 	Split SplitOptions
 	// EstimateFrom is an earlier run or matrix whose measured spend per
-	// trial the estimates use instead of the call-cap upper bound.
+	// trial the estimates use instead of the request model.
 	EstimateFrom string
 	Iterations   int
 	Seeds        []int64 // a run uses the first
@@ -576,7 +568,7 @@ func (p *Plan) estimate(cfg *config.Config) error {
 		// trials of each held-out task.
 		eval := evalCheckpoints * len(p.HeldOutTasks) * p.EvalTrials
 		p.EvaluationTrials += eval
-		validation := p.expectedValidation(cfg, r, remaining)
+		validation := p.expectedValidation(cfg, r, max(p.Iterations-done, 0))
 		p.ValidationTrials += validation
 		p.rowTokens(tokens, cfg, lab, r, done, remaining, eval, validation)
 	}
@@ -627,8 +619,12 @@ func (p *Plan) estimate(cfg *config.Config) error {
 			p.cal.dir, p.cal.trials))
 		return nil
 	}
-	p.Notes = append(p.Notes, fmt.Sprintf("estimates are an upper bound: every agent uses its whole call budget at about %d input and %d output tokens per call, and every batch of proposals reaches the validation gate; --estimate-from an earlier run measures them instead",
-		EstInputTokensPerCall, EstOutputTokensPerCall))
+	agent := "the offline agent's calls"
+	if !p.Offline {
+		agent = "half of each agent's call cap"
+	}
+	p.Notes = append(p.Notes, fmt.Sprintf("estimates come from a model of what each role sends per call (its prompt, its skill, its inputs) and how many calls each trial, batch and reflection makes, with %s and %.0f%% of trials proposing an edit; --estimate-from an earlier run measures them instead",
+		agent, 100*proposalRate))
 	return nil
 }
 
@@ -649,51 +645,10 @@ func modelLabel(m config.Model) string {
 	return m.Provider + "/" + m.Model
 }
 
-// rowCalls estimates the model calls of one row by role: per trial the
-// Planner's plan, the Executor's agent loop (and its subagents in
-// hierarchical mode), the Mediator's report or the compactor's summary as
-// the condition asks, a proposal when executor updates get feedback; per
-// batch of proposals an Advisor review and a Planner draft; per reflection
-// one Reflector call for each meta-skill the policy lets evolve.
-func rowCalls(cfg *config.Config, lab config.Lab, r RowSpec, agent string, tasks, done, iterations int) map[conditions.Role]int64 {
-	trials := int64(tasks) * int64(max(iterations-done, 0))
-	calls := map[conditions.Role]int64{}
-	if trials == 0 {
-		return calls
-	}
-	trialCalls(calls, lab, agent, trials)
-	if r.Condition.MediatorRuns() {
-		calls[conditions.RoleMediator] += trials
-	}
-	if r.Condition == conditions.FullTraces {
-		calls[conditions.RoleCompactor] += trials
-	}
-	if r.Policy.Executor && r.Condition.ProposalFeedback() != conditions.FeedbackNone {
-		calls[conditions.RolePlanner] += trials
-		if buf := int64(cfg.Experiment.AdvisorBufferMax); buf > 0 {
-			batches := trials / buf
-			calls[conditions.RoleAdvisor] += batches
-			calls[conditions.RolePlanner] += batches
-		}
-	}
-	if every := cfg.Experiment.CoevoInterval; every > 0 {
-		// Reflections fall on every multiple of the interval, so those still
-		// to come are the multiples above the iterations already done.
-		reflections := int64(max(iterations/every-done/every, 0))
-		if r.Policy.Planner {
-			calls[conditions.RoleReflector] += reflections
-		}
-		if r.Policy.Mediator && r.Condition == conditions.LearnedMediator {
-			calls[conditions.RoleReflector] += reflections
-		}
-	}
-	return calls
-}
-
 // rowTokens adds a row's estimated tokens for its remaining training
-// trials and its eval evaluation and validation validation trials: measured
-// per trial when the plan is calibrated, else the call caps at the assumed
-// tokens per call.
+// trials and its eval evaluation and validation validation trials:
+// measured per trial when the plan is calibrated, else from the request
+// model (rowRequests).
 func (p *Plan) rowTokens(tokens map[conditions.Role]roleTokens, cfg *config.Config, lab config.Lab, r RowSpec, done, remaining, eval, validation int) {
 	if p.cal != nil {
 		// Measured spend per training trial already holds its share of
@@ -703,10 +658,45 @@ func (p *Plan) rowTokens(tokens map[conditions.Role]roleTokens, cfg *config.Conf
 		addTokens(tokens, per.work, float64(eval))
 		return
 	}
-	calls := rowCalls(cfg, lab, r, p.Agent, len(p.Tasks), done, p.Iterations)
-	trialCalls(calls, lab, p.Agent, int64(eval+validation))
-	for role, n := range calls {
-		addTokens(tokens, map[conditions.Role]roleTokens{role: {EstInputTokensPerCall, EstOutputTokensPerCall}}, float64(n))
+	m := requestModel{cfg: cfg, lab: lab, agent: p.Agent, offline: p.Offline, skill: p.skillTokens(cfg)}
+	rowRequests(tokens, m, r, len(p.Tasks), max(p.Iterations-done, 0), done)
+	m.work(tokens, float64(eval), true)
+	m.work(tokens, float64(validation), false)
+}
+
+// rowRequests adds what a row's remaining iterations send: per trial its
+// plan and Executor loop, the Mediator's report or the compactor's summary
+// as the condition asks, a proposal when executor updates get feedback;
+// per expected batch an Advisor review and a Planner draft; per reflection
+// one Reflector call for each meta-skill the policy lets evolve.
+func rowRequests(tokens map[conditions.Role]roleTokens, m requestModel, r RowSpec, tasks, iterations, done int) {
+	trials := float64(tasks * iterations)
+	if trials == 0 {
+		return
+	}
+	m.work(tokens, trials, true)
+	if r.Condition.MediatorRuns() {
+		m.add(tokens, kindReport, trials)
+	}
+	if r.Condition == conditions.FullTraces {
+		m.add(tokens, kindSummary, trials)
+	}
+	if r.Policy.Executor && r.Condition.ProposalFeedback() != conditions.FeedbackNone {
+		m.add(tokens, kindProposal, trials)
+		batches := float64(expectedBatches(m.cfg, r, tasks, iterations))
+		m.add(tokens, kindAdvice, batches)
+		m.add(tokens, kindDraft, batches)
+	}
+	if every := m.cfg.Experiment.CoevoInterval; every > 0 {
+		// Reflections fall on every multiple of the interval, so those still
+		// to come are the multiples above the iterations already done.
+		reflections := float64(max((done+iterations)/every-done/every, 0))
+		if r.Policy.Planner {
+			m.add(tokens, kindReflect, reflections)
+		}
+		if r.Policy.Mediator && r.Condition == conditions.LearnedMediator {
+			m.add(tokens, kindReflect, reflections)
+		}
 	}
 }
 
@@ -732,22 +722,6 @@ func (p *Plan) checkPrices(cfg *config.Config) error {
 			p.BudgetUSD, strings.Join(missing, ", "), pluralHas(len(missing)))
 	}
 	return nil
-}
-
-// trialCalls adds the most calls trials may make to plan and work: one
-// plan each, and the lab's call caps.
-func trialCalls(calls map[conditions.Role]int64, lab config.Lab, agent string, trials int64) {
-	calls[conditions.RolePlanner] += trials
-	if !ModelDriven(agent) {
-		return
-	}
-	calls[conditions.RoleExecutor] += trials * int64(lab.MaxModelCalls)
-	if lab.ExecutorMode == config.ModeHierarchical {
-		sub := int64(lab.SubagentMaxCalls)
-		calls[conditions.RoleExplore] += trials * int64(lab.ExploreQuota) * sub
-		calls[conditions.RolePlan] += trials * int64(lab.PlanQuota) * sub
-		calls[conditions.RoleCode] += trials * int64(lab.CodeQuota) * sub
-	}
 }
 
 // RunDirSpecFor is the directory spec of one row of the plan (the run

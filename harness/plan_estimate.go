@@ -106,7 +106,7 @@ func loadCalibration(dir string) (*calibration, error) {
 		cal.rows[name] = row.scale(1 / float64(trials))
 	}
 	if cal.trials == 0 {
-		return nil, fmt.Errorf("--estimate-from %s: no completed iteration to measure; let it finish one, or leave the flag out for the upper bound", dir)
+		return nil, fmt.Errorf("--estimate-from %s: no completed iteration to measure; let it finish one, or leave the flag out for the request model's estimate", dir)
 	}
 	cal.all = cal.all.scale(1 / float64(cal.trials))
 	return cal, nil
@@ -164,30 +164,61 @@ func (p *Plan) calibrate(dir string) error {
 	return nil
 }
 
+// expectedBatches is how many Advisor batches a row's remaining
+// iterations are expected to bring: proposals (proposalRate per trial)
+// fill the buffer, and a batch is reviewed at the end of the first
+// iteration that leaves advisor_buffer_max or more in it.
+func expectedBatches(cfg *config.Config, r RowSpec, tasks, iterations int) int {
+	n, _ := batchesAndSize(cfg, r, tasks, iterations)
+	return n
+}
+
+// batchesAndSize is expectedBatches and the mean proposals a batch holds
+// (the whole buffer at its review, which may pass advisor_buffer_max).
+func batchesAndSize(cfg *config.Config, r RowSpec, tasks, iterations int) (int, float64) {
+	if !r.Policy.Executor || r.Condition.ProposalFeedback() == conditions.FeedbackNone {
+		return 0, 0
+	}
+	buf := float64(max(1, cfg.Experiment.AdvisorBufferMax))
+	batches, buffered, held := 0, 0.0, 0.0
+	for range iterations {
+		buffered += proposalRate * float64(tasks)
+		if buffered >= buf-1e-9 {
+			batches++
+			held += buffered
+			buffered = 0
+		}
+	}
+	if batches == 0 {
+		return 0, 0
+	}
+	return batches, held / float64(batches)
+}
+
 // expectedValidation is how many validation trials a row's remaining
-// trials are expected to bring: one Advisor batch per advisor_buffer_max
-// proposals (at most one per trial), each reaching the gate, which spends
-// its simulated mean trials on the tasks it validates on.
-func (p *Plan) expectedValidation(cfg *config.Config, r RowSpec, remaining int) int {
-	if !cfg.Validation.Enabled || !r.Policy.Executor || r.Condition.ProposalFeedback() == conditions.FeedbackNone {
+// iterations are expected to bring: each expected batch reaching the gate,
+// which spends its simulated mean trials on the tasks it validates on.
+func (p *Plan) expectedValidation(cfg *config.Config, r RowSpec, iterations int) int {
+	if !cfg.Validation.Enabled {
 		return 0
 	}
-	buf := max(1, cfg.Experiment.AdvisorBufferMax)
-	batches := remaining / buf
+	batches, size := batchesAndSize(cfg, r, len(p.Tasks), iterations)
 	if batches == 0 {
 		return 0
 	}
-	e, err := gate.ExpectedTrials(gateConfig(cfg.Validation, 0), p.validationSize(cfg))
+	e, err := gate.ExpectedTrials(gateConfig(cfg.Validation, 0), p.validationSize(cfg, size))
 	if err != nil {
 		return 0
 	}
 	return int(math.Ceil(float64(batches) * e))
 }
 
-// validationSize is how many tasks a gate decision is expected to use: the
-// validation split or the pool, capped by pool_size, else the tasks of a
-// batch (at most one per buffered proposal).
-func (p *Plan) validationSize(cfg *config.Config) int {
+// validationSize is how many tasks a gate decision is expected to use, as
+// Run.validationTasks picks them: the validation split or the pool, capped
+// by pool_size; else the row's tasks apart from the batch's (a batch of
+// batchSize proposals comes from about min(tasks, batchSize) tasks), capped
+// the same way; else, when every task contributed, the batch's own tasks.
+func (p *Plan) validationSize(cfg *config.Config, batchSize float64) int {
 	capped := func(n int) int {
 		if ps := cfg.Validation.PoolSize; ps > 0 {
 			return min(n, ps)
@@ -200,7 +231,11 @@ func (p *Plan) validationSize(cfg *config.Config) int {
 	case len(cfg.Validation.Pool) > 0:
 		return capped(len(cfg.Validation.Pool))
 	}
-	return min(len(p.Tasks), max(1, cfg.Experiment.AdvisorBufferMax))
+	contributing := min(len(p.Tasks), max(1, int(math.Round(batchSize))))
+	if apart := len(p.Tasks) - contributing; apart > 0 {
+		return capped(apart)
+	}
+	return contributing
 }
 
 // GatePlan is what the validation gate's simulated error rates mean for a
@@ -226,15 +261,17 @@ type GatePlan struct {
 // gateRates states the gate's error rates for the rows that validate
 // skill candidates; nothing when none does.
 func (p *Plan) gateRates(cfg *config.Config) {
-	decisions := 0
+	decisions, batchSize := 0, 0.0
 	for _, r := range p.Rows {
 		if !cfg.Validation.Enabled || !r.Policy.Executor || r.Condition.ProposalFeedback() == conditions.FeedbackNone {
 			continue
 		}
-		remaining := len(p.Tasks) * max(p.Iterations-p.done[r.Name], 0)
-		decisions = max(decisions, remaining/max(1, cfg.Experiment.AdvisorBufferMax))
+		n, size := batchesAndSize(cfg, r, len(p.Tasks), max(p.Iterations-p.done[r.Name], 0))
+		if n > decisions {
+			decisions, batchSize = n, size
+		}
 	}
-	size := p.validationSize(cfg)
+	size := p.validationSize(cfg, batchSize)
 	if decisions == 0 || size < 1 {
 		return
 	}

@@ -174,14 +174,7 @@ func TestEstimateFromAPilotRun(t *testing.T) {
 	if got < want/1.5 || got > want*1.5 {
 		t.Errorf("estimated %v tokens, the run spent %v: not within a factor 1.5", got, want)
 	}
-	upper, err := BuildRunPlan(testConfig(t, tweak), PlanOptions{Tasks: tasks, Condition: "learned_mediator", Policy: conditions.PolicyAll, Iterations: iterations})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if float64(upper.EstimatedTokens) < want {
-		t.Errorf("the upper bound (%d tokens) is below what the run spent (%v)", upper.EstimatedTokens, want)
-	}
-	t.Logf("measured estimate %v, upper bound %d, spent %v tokens", got, upper.EstimatedTokens, want)
+	t.Logf("measured estimate %v, spent %v tokens", got, want)
 }
 
 func TestEstimateFromRefusesWhatItCannotMeasure(t *testing.T) {
@@ -231,11 +224,13 @@ func TestPlanStatesTheGatesNullAdoption(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := p.Gate
-	// 3 tasks x 6 iterations, a decision every 3 proposals.
-	if g == nil || g.DecisionsPerRow != 6 || g.Tasks < 1 {
-		t.Fatalf("gate %+v, want 6 decisions per row", g)
+	// 3 tasks x 6 iterations, 1.8 proposals an iteration at the expected
+	// proposal rate: the buffer of 3 fills, and a batch is decided, at the
+	// end of every second iteration.
+	if g == nil || g.DecisionsPerRow != 3 || g.Tasks < 1 {
+		t.Fatalf("gate %+v, want 3 decisions per row", g)
 	}
-	want := 1 - math.Pow(1-g.NullPerDecision, 6)
+	want := 1 - math.Pow(1-g.NullPerDecision, 3)
 	if !(g.NullPerDecision > 0) || math.Abs(g.NullPerRun-want) > 1e-12 {
 		t.Errorf("null adoption %v per decision, %v per run; want %v per run", g.NullPerDecision, g.NullPerRun, want)
 	}

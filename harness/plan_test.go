@@ -411,7 +411,7 @@ func TestWriteMatrixFileRoundTrip(t *testing.T) {
 
 // Reflections fall on multiples of coevo_interval; a resume counts only the
 // multiples still ahead, not a share of them.
-func TestRowCallsCountsRemainingReflections(t *testing.T) {
+func TestRowRequestsCountRemainingReflections(t *testing.T) {
 	cfg := rundirTestConfig(t)
 	cfg.Experiment.CoevoInterval = 2
 	lab, err := cfg.Lab(config.DefaultLab)
@@ -424,9 +424,11 @@ func TestRowCallsCountsRemainingReflections(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%d of %d", tt.done, tt.iterations), func(t *testing.T) {
-			got := rowCalls(cfg, lab, row, AgentLab, 1, tt.done, tt.iterations)[conditions.RoleReflector]
-			if got != int64(tt.want) {
-				t.Errorf("reflector calls = %d, want %d", got, tt.want)
+			m := requestModel{cfg: cfg, lab: lab, agent: AgentLab, offline: true, skill: map[conditions.Role]float64{}}
+			tokens := map[conditions.Role]roleTokens{}
+			rowRequests(tokens, m, row, 1, max(tt.iterations-tt.done, 0), tt.done)
+			if got, per := tokens[conditions.RoleReflector].out, kindReflect.Output; got != float64(tt.want)*per {
+				t.Errorf("reflector output tokens = %v, want %d calls of %v", got, tt.want, per)
 			}
 		})
 	}

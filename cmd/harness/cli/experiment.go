@@ -87,7 +87,7 @@ func experimentFlags(cmd *cobra.Command, o *ExperimentOptions) func() {
 	fl.StringVar(&o.TaskSet, "task-set", "", "named task set to run: "+taskSetNames())
 	fl.StringVar(&o.Split, "split", "", "split the listed tasks in order into evolve:validate:held-out counts, e.g. 3:2:1")
 	fl.StringSliceVar(&o.ValidateTasks, "validate-tasks", nil, "tasks the gate validates skill candidates on, never evolved on (comma separated)")
-	fl.StringVar(&o.EstimateFrom, "estimate-from", "", "measure the token and cost estimates from this earlier run or matrix (a pilot) instead of the call-cap upper bound")
+	fl.StringVar(&o.EstimateFrom, "estimate-from", "", "measure the token and cost estimates from this earlier run or matrix (a pilot) instead of the request model's estimate")
 	fl.StringSliceVar(&o.HeldOutTasks, "heldout-tasks", nil, "held-out tasks: only the initial and final skills of each row are scored on them (comma separated)")
 	fl.IntVar(&o.Iterations, "iterations", 0, "iterations per run (default from [experiment] iterations, 30)")
 	fl.Int64Var(&seed, "seed", 0, "seed (default from [experiment] seed, 42)")

@@ -57,6 +57,8 @@ func variants() []variant {
 		{"posterior 0.75, k=1, early stop, extend to 6", posterior(0.75, 1, 6, true)},
 		{"posterior 0.8, k=1, early stop, extend to 6", posterior(0.8, 1, 6, true)},
 		{"posterior 0.8, k=1, early stop, extend to 8 (former default)", posterior(0.8, 1, 8, true)},
+		{"posterior 0.85, k=1, early stop, extend to 10", posterior(0.85, 1, 10, true)},
+		{"posterior 0.9, k=1, early stop, extend to 10", posterior(0.9, 1, 10, true)},
 		{"**default** (" + describe(gate.DefaultConfig()) + ")", gate.DefaultConfig()},
 	}
 }
@@ -80,10 +82,10 @@ func scenarioVariants() []struct {
 		v     variant
 		sizes []int
 	}{
-		{byLabel("posterior 0.8, k=1, early stop, extend to 6"), []int{10, 12}},
-		{byLabel("posterior 0.75, k=1"), []int{10}},
 		{byLabel("posterior 0.8, k=1, early stop, extend to 8"), []int{10}},
-		{byLabel("**default**"), []int{5, 8, 10, 12}},
+		{byLabel("posterior 0.85, k=1, early stop, extend to 10"), []int{12}},
+		{byLabel("posterior 0.9, k=1, early stop, extend to 10"), []int{12}},
+		{byLabel("**default**"), []int{5, 10, 12, 15, 20}},
 	}
 }
 
@@ -117,7 +119,7 @@ func main() {
 	if *goFile != "" {
 		err = writeGoTable(*goFile, *runs, *seed)
 	} else {
-		err = writeRules(os.Stdout, *runs, *seed, []int{5, 10})
+		err = writeRules(os.Stdout, *runs, *seed, []int{5, 12})
 		if err == nil {
 			fmt.Println()
 			err = writeScenarios(os.Stdout, *runs, *seed)
