@@ -51,6 +51,10 @@ type ExperimentOptions struct {
 	Getenv func(string) string
 	// Args is the command line as given, for the run's config.toml.
 	Args []string
+	// Preflight checks the model endpoints before anything is created;
+	// NoPreflight (--no-preflight) skips it.
+	Preflight   PreflightFunc
+	NoPreflight bool
 
 	Tasks   []string
 	TaskSet string
@@ -102,6 +106,7 @@ func experimentFlags(cmd *cobra.Command, o *ExperimentOptions) func() {
 	fl.Float64Var(&budgetUSD, "budget-usd", 0, "stop cleanly after spending this many US dollars (0: unlimited)")
 	fl.Int64Var(&budgetTokens, "budget-tokens", 0, "stop cleanly after this many model tokens (0: unlimited)")
 	fl.BoolVarP(&o.Verbose, "verbose", "v", false, "more log lines")
+	fl.BoolVar(&o.NoPreflight, "no-preflight", false, "do not check the model endpoints before the run starts")
 
 	_ = cmd.MarkFlagDirname("config-dir")
 	_ = cmd.MarkFlagDirname("out")
@@ -264,6 +269,11 @@ func (o *ExperimentOptions) finish(ctx context.Context, p *harness.Plan) error {
 	}
 	for _, w := range p.Warnings {
 		fmt.Fprintln(o.IO.ErrOut, "warning: "+w)
+	}
+	if !o.NoPreflight {
+		if err := preflight(ctx, o.Preflight, o.Getenv, p, cfg); err != nil {
+			return err
+		}
 	}
 	return o.Execute(ctx, &ValidatedPlan{Plan: p, Config: cfg, Args: o.Args, JSON: o.JSON, Verbose: o.Verbose, Force: o.Force, IO: o.IO})
 }

@@ -37,7 +37,7 @@ prices under a dollar budget); a problem exits with code 2 and creates nothing.`
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			setOptional()
-			o.IO, o.Execute, o.Resolver, o.Getenv = f.IO, f.planRunner(), f.Resolver, f.Getenv
+			o.IO, o.Execute, o.Resolver, o.Getenv, o.Preflight = f.IO, f.planRunner(), f.Resolver, f.Getenv, f.Preflight
 			o.Args = commandLine(cmd)
 			if err := o.checkFlags(cmd.Flags(), []string{"condition", "skill-updates", "lab", "agent"}); err != nil {
 				return err
