@@ -727,13 +727,13 @@ func (p *Plan) checkPrices(cfg *config.Config) error {
 	return nil
 }
 
-// trialCalls adds the most calls trials may make to plan and work: one
-// plan each, and the lab's call caps.
+// trialCalls adds the most calls trials may make to plan and work: for
+// the lab agent one plan each, and the lab's call caps.
 func trialCalls(calls map[conditions.Role]int64, lab config.Lab, agent string, trials int64) {
-	calls[conditions.RolePlanner] += trials
 	if agent != AgentLab {
-		return
+		return // the oracle and nop agents get no plan
 	}
+	calls[conditions.RolePlanner] += trials
 	calls[conditions.RoleExecutor] += trials * int64(lab.MaxModelCalls)
 	if lab.ExecutorMode == config.ModeHierarchical {
 		sub := int64(lab.SubagentMaxCalls)

@@ -84,6 +84,9 @@ type Manifest struct {
 	// configuration: from which iteration on the new one applied.
 	ForcedResumes []ForcedResume `json:"forced_resumes,omitempty"`
 	Error         string         `json:"error,omitempty"`
+	// Warnings are problems of how the run was made that do not stop it,
+	// such as a binary that does not know its commit.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ForcedResume is one resume forced past a configuration change.
@@ -108,6 +111,7 @@ func (m Manifest) clone() Manifest {
 	m.Rows = slices.Clone(m.Rows)
 	m.Tasks = slices.Clone(m.Tasks)
 	m.Seeds = slices.Clone(m.Seeds)
+	m.Warnings = slices.Clone(m.Warnings)
 	m.Counts = maps.Clone(m.Counts)
 	m.TrialWarnings = maps.Clone(m.TrialWarnings)
 	m.ForcedResumes = slices.Clone(m.ForcedResumes)
@@ -217,6 +221,9 @@ func Create(base string, spec Spec) (*Dir, error) {
 	m.FinishedAt = nil
 	m.HarnessVersion = meta.Version
 	m.GitCommit = meta.GitCommit
+	if w := BuildWarning(m.GitCommit); w != "" && !slices.Contains(m.Warnings, w) {
+		m.Warnings = append(m.Warnings, w)
+	}
 	m.ConfigFingerprint = config.Fingerprint(spec.Config)
 	m.Origin = originOf(path)
 	d := &Dir{Path: path, ID: name, manifest: m, secrets: secretValues(spec.Config)}

@@ -51,6 +51,9 @@ type ExperimentOptions struct {
 	Getenv func(string) string
 	// Args is the command line as given, for the run's config.toml.
 	Args []string
+	// GitCommit reports the binary's commit (nil: rundir.GitCommit), for
+	// the warning a build without one gets.
+	GitCommit func() string
 	// Preflight checks the model endpoints before anything is created;
 	// NoPreflight (--no-preflight) skips it.
 	Preflight   PreflightFunc
@@ -251,7 +254,7 @@ func (o *ExperimentOptions) finish(ctx context.Context, p *harness.Plan) error {
 	if o.DryRun {
 		// The run itself would refuse missing API keys and missing tasks;
 		// so does its preview, without writing or fetching anything.
-		if !p.Offline {
+		if callsModels(p) {
 			if err := cfg.CheckAPIKeys(o.Getenv); err != nil {
 				return UsageError(err)
 			}
@@ -268,6 +271,9 @@ func (o *ExperimentOptions) finish(ctx context.Context, p *harness.Plan) error {
 		return &ExitError{Code: ExitFailed, Err: errNoExecution}
 	}
 	for _, w := range p.Warnings {
+		fmt.Fprintln(o.IO.ErrOut, "warning: "+w)
+	}
+	if w := rundir.BuildWarning(o.gitCommit()); w != "" {
 		fmt.Fprintln(o.IO.ErrOut, "warning: "+w)
 	}
 	if !o.NoPreflight {
@@ -362,4 +368,18 @@ func flagValue(f *pflag.Flag) string {
 		return strings.Join(sv.GetSlice(), ",")
 	}
 	return f.Value.String()
+}
+
+// callsModels reports whether a plan's trials call an endpoint: not
+// offline, and with the lab agent (oracle and nop call no model).
+func callsModels(p *harness.Plan) bool {
+	return !p.Offline && p.Agent == harness.AgentLab
+}
+
+// gitCommit is the commit this binary was built from.
+func (o *ExperimentOptions) gitCommit() string {
+	if o.GitCommit != nil {
+		return o.GitCommit()
+	}
+	return rundir.GitCommit()
 }

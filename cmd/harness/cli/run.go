@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/harness"
@@ -40,6 +41,9 @@ prices under a dollar budget); a problem exits with code 2 and creates nothing.`
 			o.IO, o.Execute, o.Resolver, o.Getenv, o.Preflight = f.IO, f.planRunner(), f.Resolver, f.Getenv, f.Preflight
 			o.Args = commandLine(cmd)
 			if err := o.checkFlags(cmd.Flags(), []string{"condition", "skill-updates", "lab", "agent"}); err != nil {
+				return err
+			}
+			if err := o.checkModelFreeAgent(cmd.Flags()); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -98,4 +102,24 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	}
 	p.Notes = append(p.Notes, notes...)
 	return o.finish(ctx, p)
+}
+
+// checkModelFreeAgent settles the design of a run whose agent calls no
+// model (oracle, nop): nothing learns from its trials, so it runs as
+// no_feedback with no skill updates, and plans no Planner, Mediator,
+// Advisor or Reflector call and no validation trial. A condition or policy
+// asked for explicitly that would need them is refused rather than
+// silently dropped.
+func (o *RunOptions) checkModelFreeAgent(fl *pflag.FlagSet) error {
+	if o.Resume != "" || (o.Agent != harness.AgentOracle && o.Agent != harness.AgentNop) {
+		return nil
+	}
+	if fl.Changed("condition") && o.Condition != string(conditions.NoFeedback) {
+		return usagef("--agent %s calls no model, so condition %s has nothing to feed back: drop --condition (the run is no_feedback) or use --agent lab", o.Agent, o.Condition)
+	}
+	if fl.Changed("skill-updates") && o.SkillUpdates != "none" {
+		return usagef("--agent %s calls no model, so no skill can be updated: drop --skill-updates (the run uses none) or use --agent lab", o.Agent)
+	}
+	o.Condition, o.SkillUpdates = string(conditions.NoFeedback), "none"
+	return nil
 }
