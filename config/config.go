@@ -5,6 +5,7 @@
 package config
 
 import (
+	"slices"
 	"time"
 
 	"github.com/mediated-coevo/harness/conditions"
@@ -30,7 +31,16 @@ type Config struct {
 	// measures, so it is kept out of the fingerprint: it is not encoded with
 	// the rest, and WriteResolved writes it as a table of its own, as [run].
 	Launcher Launcher `toml:"-"`
+
+	// warnings are what loading changed that the user did not write, such
+	// as prices dropped with a switched model (see Warnings).
+	warnings []string
 }
+
+// Warnings lists what loading the configuration changed without being
+// asked to in so many words (prices dropped when a role switched model or
+// endpoint): a command prints them, so nothing changes silently.
+func (c *Config) Warnings() []string { return slices.Clone(c.warnings) }
 
 // Launchers of a matrix ([launcher] kind).
 const (

@@ -183,6 +183,9 @@ func (o *ExperimentOptions) loadConfig() (*config.Config, error) {
 	if err != nil {
 		return nil, UsageError(fmt.Errorf("invalid configuration: %w", err))
 	}
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintln(o.IO.ErrOut, "warning: "+w)
+	}
 	return cfg, nil
 }
 

@@ -91,3 +91,19 @@ func TestRunPreflightChecksEndpointsBeforeCreatingAnything(t *testing.T) {
 		t.Errorf("the preflight made %d chat calls against an endpoint with a models list", live.Count())
 	}
 }
+
+// The command prints the prices a switched endpoint dropped.
+func TestRunSaysWhenPricesAreDropped(t *testing.T) {
+	dir := t.TempDir()
+	layer := "[models.planner]\nbase_url = \"http://localhost:8000/v1\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "default.toml"), []byte(layer), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, nil, "run", "--tasks", "orbital-period", "--offline", "--dry-run", "--config-dir", dir)
+	if r.code != ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.errOut)
+	}
+	if !strings.Contains(r.errOut, "warning: ") || !strings.Contains(r.errOut, "[models.planner]") || !strings.Contains(r.errOut, "price_output_per_mtok") {
+		t.Errorf("stderr does not warn of the dropped prices:\n%s", r.errOut)
+	}
+}
