@@ -50,18 +50,25 @@ func TestModelFreeAgentsNeedNoKeyAndPlanOnlyTheirTrials(t *testing.T) {
 	}
 }
 
-// A condition or policy that would call a model is refused with such an
-// agent, rather than dropped without a word.
-func TestModelFreeAgentRefusesAModelDesign(t *testing.T) {
-	for _, args := range [][]string{{"--condition", "learned_mediator"}, {"--skill-updates", "all"}} {
-		r := runCLI(t, nil, append([]string{"run", "--agent", "oracle", "--tasks", "orbital-period", "--dry-run"}, args...)...)
-		if r.code != ExitUsage || !strings.Contains(r.errOut, "calls no model") || !strings.Contains(r.errOut, args[0]) {
-			t.Errorf("%v: exit %d: %s", args, r.code, r.errOut)
-		}
+// A condition asked for explicitly with such an agent is kept, and the
+// model calls it makes are planned and need their key like any other.
+func TestModelFreeAgentKeepsAnExplicitCondition(t *testing.T) {
+	f := testFactory()
+	f.Getenv = func(string) string { return "" }
+	r := runCLI(t, f, "run", "--agent", "oracle", "--tasks", "orbital-period", "--dry-run", "--condition", "static_mediator", "--skill-updates", "none")
+	if r.code != ExitUsage || !strings.Contains(r.errOut, "OPENROUTER_API_KEY") || !strings.Contains(r.errOut, "mediator") {
+		t.Errorf("static_mediator without a key: exit %d: %s", r.code, r.errOut)
 	}
-	r := runCLI(t, nil, "run", "--agent", "oracle", "--tasks", "orbital-period", "--dry-run", "--condition", "no_feedback", "--skill-updates", "none")
-	if r.code != ExitOK {
-		t.Errorf("an explicit no_feedback/none design: exit %d: %s", r.code, r.errOut)
+	r = runCLI(t, nil, "run", "--agent", "oracle", "--tasks", "orbital-period", "--dry-run", "--json", "--condition", "static_mediator", "--skill-updates", "none")
+	var p harness.Plan
+	if err := json.Unmarshal([]byte(r.out), &p); err != nil {
+		t.Fatalf("%v\n%s%s", err, r.out, r.errOut)
+	}
+	if _, ok := p.Models[conditions.RoleMediator]; !ok || p.Rows[0].Condition != conditions.StaticMediator {
+		t.Errorf("plan rows %+v models %v, want static_mediator with Mediator calls", p.Rows, p.Models)
+	}
+	if _, ok := p.Models[conditions.RolePlanner]; ok {
+		t.Errorf("the oracle's plan counts Planner calls: %v", p.Models)
 	}
 }
 

@@ -373,10 +373,11 @@ func flagValue(f *pflag.Flag) string {
 	return f.Value.String()
 }
 
-// callsModels reports whether a plan's trials call an endpoint: not
-// offline, and with the lab agent (oracle and nop call no model).
+// callsModels reports whether a plan calls an endpoint: not offline, and
+// some role has calls planned (a no_feedback row of the oracle or nop
+// agent has none).
 func callsModels(p *harness.Plan) bool {
-	return !p.Offline && p.Agent == harness.AgentLab
+	return !p.Offline && len(p.Models) > 0
 }
 
 // gitCommit is the commit this binary was built from.

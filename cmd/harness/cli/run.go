@@ -43,9 +43,7 @@ prices under a dollar budget); a problem exits with code 2 and creates nothing.`
 			if err := o.checkFlags(cmd.Flags(), []string{"condition", "skill-updates", "lab", "agent"}); err != nil {
 				return err
 			}
-			if err := o.checkModelFreeAgent(cmd.Flags()); err != nil {
-				return err
-			}
+			o.checkModelFreeAgent(cmd.Flags())
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
@@ -105,21 +103,19 @@ func runRun(ctx context.Context, o *RunOptions) error {
 }
 
 // checkModelFreeAgent settles the design of a run whose agent calls no
-// model (oracle, nop): nothing learns from its trials, so it runs as
-// no_feedback with no skill updates, and plans no Planner, Mediator,
-// Advisor or Reflector call and no validation trial. A condition or policy
-// asked for explicitly that would need them is refused rather than
-// silently dropped.
-func (o *RunOptions) checkModelFreeAgent(fl *pflag.FlagSet) error {
+// model (oracle, nop): unless --condition or --skill-updates ask for more,
+// nothing learns from its trials, so it runs as no_feedback with no skill
+// updates and plans no Planner, Mediator, Advisor or Reflector call and no
+// validation trial. A condition asked for explicitly is kept, and its
+// model calls are planned, priced and checked like any other.
+func (o *RunOptions) checkModelFreeAgent(fl *pflag.FlagSet) {
 	if o.Resume != "" || (o.Agent != harness.AgentOracle && o.Agent != harness.AgentNop) {
-		return nil
+		return
 	}
-	if fl.Changed("condition") && o.Condition != string(conditions.NoFeedback) {
-		return usagef("--agent %s calls no model, so condition %s has nothing to feed back: drop --condition (the run is no_feedback) or use --agent lab", o.Agent, o.Condition)
+	if !fl.Changed("condition") {
+		o.Condition = string(conditions.NoFeedback)
 	}
-	if fl.Changed("skill-updates") && o.SkillUpdates != "none" {
-		return usagef("--agent %s calls no model, so no skill can be updated: drop --skill-updates (the run uses none) or use --agent lab", o.Agent)
+	if !fl.Changed("skill-updates") && conditions.Condition(o.Condition) == conditions.NoFeedback {
+		o.SkillUpdates = "none"
 	}
-	o.Condition, o.SkillUpdates = string(conditions.NoFeedback), "none"
-	return nil
 }
