@@ -150,3 +150,30 @@ func TestSyncRefusesAnImpostorOfAPinnedTask(t *testing.T) {
 		t.Fatalf("error = %v, want dialogue-parser refused against its pin", err)
 	}
 }
+
+// skillsbench-10 pins the content of every task its upstream commit holds,
+// as full git tree ids, and names the one it cannot pin.
+func TestSkillsBench10PinsContent(t *testing.T) {
+	set, err := LookupTaskSet(SetSkillsBench10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set.Upstream == nil || set.Upstream.Commit != "f9f89fadc42150d0b3de9dfa8ff31da31607ca89" ||
+		!strings.Contains(set.Upstream.Archive, set.Upstream.Commit) || set.Upstream.TasksPath != "tasks" {
+		t.Errorf("upstream = %+v", set.Upstream)
+	}
+	if got := strings.Join(set.Unverified(), ","); got != "bike-rebalance" {
+		t.Errorf("unverified = %q, want bike-rebalance", got)
+	}
+	for id, tree := range set.Content {
+		if len(tree) != 40 || strings.Trim(tree, "0123456789abcdef") != "" {
+			t.Errorf("%s: pin %q is not a git object id", id, tree)
+		}
+		if pin, _, ok := ContentPin(id); !ok || pin != tree {
+			t.Errorf("ContentPin(%s) = %q, %v", id, pin, ok)
+		}
+	}
+	if len(set.Content) != 9 {
+		t.Errorf("%d content pins, want 9", len(set.Content))
+	}
+}
