@@ -41,6 +41,9 @@ type Resolver struct {
 
 	// maxExtract caps the bytes one extraction writes (0: a large default).
 	maxExtract int64
+	// contentPin finds a task's pinned tree id; nil: ContentPin, the
+	// pins of the task sets.
+	contentPin func(id string) (tree string, set TaskSet, ok bool)
 }
 
 // NewResolver builds a Resolver from [executor_runtime]. An empty
@@ -586,6 +589,10 @@ func (r *Resolver) installFromArchive(p string, ids []string, roots map[string]s
 		}
 		if _, err := Load(filepath.Join(staged, id)); err != nil {
 			probs = append(probs, fmt.Errorf("task %s from the archive: %w", id, err))
+			continue
+		}
+		if err := r.checkContentPin(id, filepath.Join(staged, id)); err != nil {
+			probs = append(probs, fmt.Errorf("task %s from archive %s: %w", id, r.ArchiveURL, err))
 		}
 	}
 	if len(probs) > 0 {

@@ -122,3 +122,19 @@ func clonePtr[T any](p *T) *T {
 	v := *p
 	return &v
 }
+
+// OfflinePrefix starts the model name records give a role the offline
+// provider plays.
+const OfflinePrefix = "offline/"
+
+// RecordedName is the model a role's records name (metric columns, the
+// call log, trajectories): the configured model, or "offline/<role>" when
+// the offline provider plays the role, whatever model is configured, so
+// that filtering records by model never mixes stand-in answers with a real
+// model's.
+func (m Model) RecordedName(role conditions.Role) string {
+	if m.Provider == ProviderOffline {
+		return OfflinePrefix + string(role)
+	}
+	return m.Model
+}

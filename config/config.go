@@ -5,6 +5,7 @@
 package config
 
 import (
+	"slices"
 	"time"
 
 	"github.com/mediated-coevo/harness/conditions"
@@ -34,7 +35,16 @@ type Config struct {
 	// Agents are the installed agents ([agents.<name>]), left out of an
 	// encoding when none is configured so older runs keep their fingerprint.
 	Agents map[string]Agent `toml:"agents,omitempty"`
+
+	// warnings are what loading changed that the user did not write, such
+	// as prices dropped with a switched model (see Warnings).
+	warnings []string
 }
+
+// Warnings lists what loading the configuration changed without being
+// asked to in so many words (prices dropped when a role switched model or
+// endpoint): a command prints them, so nothing changes silently.
+func (c *Config) Warnings() []string { return slices.Clone(c.warnings) }
 
 // Launchers of a matrix ([launcher] kind).
 const (

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/BurntSushi/toml"
 
@@ -196,8 +197,15 @@ func decodeModels(c *Config, layer *fileLayer, lmd toml.MetaData, file string, l
 			return decodeError(file, err)
 		}
 		if m.Model != old.Model || m.Provider != old.Provider || m.BaseURL != old.BaseURL {
-			if err := forgetOldModel(&m, old, role, lmd, file, lines, inherit); err != nil {
+			dropped, err := forgetOldModel(&m, old, role, lmd, file, lines, inherit)
+			if err != nil {
 				return err
+			}
+			if len(dropped) > 0 && m.Provider != ProviderOffline {
+				c.warnings = append(c.warnings, fmt.Sprintf("%s: [models.%s] switches from %s to %s without a price, so the inherited %s no longer apply: "+
+					"its cost is what the endpoint reports (nothing when it reports none), and a dollar budget refuses to run it; "+
+					"set price_input_per_mtok and price_output_per_mtok in the same table to price it",
+					file, role, modelName(old), modelName(m), strings.Join(dropped, ", ")))
 			}
 		}
 		c.Models[conditions.Role(role)] = m
@@ -207,19 +215,27 @@ func decodeModels(c *Config, layer *fileLayer, lmd toml.MetaData, file string, l
 
 // forgetOldModel drops what m inherited from old that belongs to old's
 // model, now that the layer switched to another model or endpoint.
-func forgetOldModel(m *Model, old Model, role string, lmd toml.MetaData, file string, lines map[string]int, inherit bool) error {
+// It returns the price keys it dropped that had a value.
+func forgetOldModel(m *Model, old Model, role string, lmd toml.MetaData, file string, lines map[string]int, inherit bool) ([]string, error) {
 	// Prices belong to a model: a layer that switches to another
 	// model (or endpoint) without pricing it must not charge it at
 	// the old model's rates. Unpriced, it costs what the endpoint
 	// reports, and a dollar budget refuses it.
-	if !lmd.IsDefined("models", role, "price_input_per_mtok") {
-		m.PriceInputPerMTok = nil
-	}
-	if !lmd.IsDefined("models", role, "price_output_per_mtok") {
-		m.PriceOutputPerMTok = nil
-	}
-	if !lmd.IsDefined("models", role, "price_cached_input_per_mtok") {
-		m.PriceCachedInputPerMTok = nil
+	var dropped []string
+	for _, p := range []struct {
+		key   string
+		price **float64
+	}{
+		{"price_input_per_mtok", &m.PriceInputPerMTok},
+		{"price_output_per_mtok", &m.PriceOutputPerMTok},
+		{"price_cached_input_per_mtok", &m.PriceCachedInputPerMTok},
+	} {
+		if !lmd.IsDefined("models", role, p.key) {
+			if *p.price != nil {
+				dropped = append(dropped, p.key)
+			}
+			*p.price = nil
+		}
 	}
 	// The context window belongs to the model too, and compaction
 	// trusts it: an inherited window of another model would let
@@ -227,11 +243,11 @@ func forgetOldModel(m *Model, old Model, role string, lmd toml.MetaData, file st
 	// (Another endpoint serving the same model keeps it.)
 	if inherit && m.Model != old.Model && m.Provider != ProviderOffline && !lmd.IsDefined("models", role, "context_tokens") {
 		k := toml.Key{"models", role}
-		return &Error{File: file, Line: lineOf(lines, k), Key: k.String() + ".context_tokens",
+		return nil, &Error{File: file, Line: lineOf(lines, k), Key: k.String() + ".context_tokens",
 			Msg: fmt.Sprintf("[models.%s] switches from %s to %s but does not give context_tokens; "+
 				"set it to the new model's context window (0 turns compaction off) in the same table", role, modelName(old), modelName(*m))}
 	}
-	return nil
+	return dropped, nil
 }
 
 // decodeLabs decodes each [labs.NAME] table of the layer over a copy of the

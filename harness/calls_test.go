@@ -73,6 +73,11 @@ func TestCallLogKeepsEveryCallOfAnOfflineRun(t *testing.T) {
 				if c.Role == "" || c.Model == "" || !c.Offline || len(c.Request.Messages) == 0 || c.Response == nil {
 					t.Errorf("record of %s is missing fields: %+v", c.Caller, c)
 				}
+				// The offline player is named as the model, never the
+				// configured model it stands in for.
+				if c.Model != config.OfflinePrefix+c.Role {
+					t.Errorf("record of %s names model %q, want %q", c.Caller, c.Model, config.OfflinePrefix+c.Role)
+				}
 			}
 			ledger := tr.run.Ledger.ByCaller()
 			for caller, u := range ledger {
@@ -89,11 +94,11 @@ func TestCallLogKeepsEveryCallOfAnOfflineRun(t *testing.T) {
 			if err != nil || len(rows) == 0 {
 				t.Fatalf("%d metric rows: %v", len(rows), err)
 			}
-			planner, _ := tr.run.Config.Model(conditions.RolePlanner)
-			if r := rows[0]; r.PlannerModel == nil || *r.PlannerModel != planner.Model || r.ExecutorModel == nil ||
+			planner := "offline/planner"
+			if r := rows[0]; r.PlannerModel == nil || *r.PlannerModel != planner || r.ExecutorModel == nil || *r.ExecutorModel != "offline/executor" ||
 				(r.MediatorModel != nil) != tt.cond.MediatorRuns() || (r.AdvisorModel != nil) != tt.pol.Executor {
 				t.Errorf("metric row models: planner %q (want %q), executor %q, mediator %q (NULL unless a mediator runs), advisor %q (NULL unless executor updates are allowed)",
-					orZero(r.PlannerModel), planner.Model, orZero(r.ExecutorModel), orZero(r.MediatorModel), orZero(r.AdvisorModel))
+					orZero(r.PlannerModel), planner, orZero(r.ExecutorModel), orZero(r.MediatorModel), orZero(r.AdvisorModel))
 			}
 			mediated, err := inspect.Calls(tr.run.Dir.Path, inspect.CallFilter{Role: string(conditions.RoleMediator)})
 			if err != nil {

@@ -38,7 +38,7 @@ func NewClients(cfg *config.Config, ledger *llm.Ledger, seed int64, providers Pr
 		if err != nil {
 			return nil, err
 		}
-		c.byRole[role] = &llm.Client{Provider: p, Ledger: ledger, Role: string(role), Model: m.Model, Recorder: calls,
+		c.byRole[role] = &llm.Client{Provider: p, Ledger: ledger, Role: string(role), Model: m.RecordedName(role), Recorder: calls,
 			Redactor: redactor, Gate: gate}
 	}
 	return c, nil

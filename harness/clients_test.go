@@ -56,3 +56,27 @@ func TestNewClientsShareModelConnections(t *testing.T) {
 		t.Errorf("err = %v; want the conflicting caps refused", err)
 	}
 }
+
+// A role the offline provider plays is named "offline/<role>" by its
+// client, which the call log and the trajectories take their model from;
+// a role on an endpoint keeps its configured model.
+func TestNewClientsNameTheOfflinePlayerAsTheModel(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) {
+		m := c.Models[conditions.RoleMediator]
+		m.Provider, m.BaseURL, m.Model = config.ProviderOpenAI, "http://127.0.0.1:1/v1", "real/mediator"
+		c.Models[conditions.RoleMediator] = m
+	})
+	c, err := NewClients(cfg, llm.NewLedger(llm.Limits{}), 1, newProvider, nil, llm.NewConnections())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, role := range conditions.ModelRoles() {
+		want := "offline/" + string(role)
+		if role == conditions.RoleMediator {
+			want = "real/mediator"
+		}
+		if got := c.Get(role).Model; got != want {
+			t.Errorf("%s client names model %q, want %q", role, got, want)
+		}
+	}
+}

@@ -587,7 +587,7 @@ func (p *Plan) estimate(cfg *config.Config) error {
 		if err != nil {
 			return err
 		}
-		p.Models[role] = modelLabel(m)
+		p.Models[role] = modelLabel(m, role)
 		p.EstimatedTokensByRole[role] = in + out
 		p.EstimatedTokens += in + out
 		if m.Provider == config.ProviderOffline {
@@ -635,8 +635,10 @@ func pluralHas(n int) string {
 	return "have"
 }
 
-func modelLabel(m config.Model) string {
+func modelLabel(m config.Model, role conditions.Role) string {
 	switch {
+	case m.Provider == config.ProviderOffline:
+		return m.RecordedName(role)
 	case m.Provider == "":
 		return m.Model
 	case m.Model == "":

@@ -96,9 +96,10 @@ func (m requestModel) add(into map[conditions.Role]roleTokens, k callKind, n flo
 
 // work adds n trials' Executor loops, and their plans when planned:
 // training and evaluation trials are, validation trials are not (they
-// compare two executor skills on the bare instruction).
+// compare two executor skills on the bare instruction). Agents that call
+// no model (oracle, nop) get no plan either.
 func (m requestModel) work(into map[conditions.Role]roleTokens, n float64, planned bool) {
-	if planned {
+	if planned && ModelDriven(m.agent) {
 		m.add(into, kindPlan, n)
 	}
 	c := m.agentCalls()

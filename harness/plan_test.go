@@ -227,6 +227,10 @@ func TestEstimateFollowsTheDesign(t *testing.T) {
 	if oracle.EstimatedTokens >= lab.EstimatedTokens {
 		t.Errorf("oracle estimate %d not below the lab's %d", oracle.EstimatedTokens, lab.EstimatedTokens)
 	}
+	// The oracle gets no plan: a no_feedback row of it calls no model.
+	if oracle.EstimatedTokens != 0 || len(oracle.Models) != 0 {
+		t.Errorf("oracle no_feedback plan estimates %d tokens for %v, want none", oracle.EstimatedTokens, oracle.Models)
+	}
 }
 
 func TestBuildMatrixPlanBaseline(t *testing.T) {

@@ -470,7 +470,7 @@ func (r *Run) modelID(role conditions.Role) *string {
 	if err != nil {
 		return nil
 	}
-	return rundir.Nullable(m.Model)
+	return rundir.Nullable(m.RecordedName(role))
 }
 
 // roleWorks reports whether a model role can be called in this row: the

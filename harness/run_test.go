@@ -142,7 +142,8 @@ func buildTestRun(cfg *config.Config, d *rundir.Dir, cond conditions.Condition, 
 	ledger := llm.NewLedger(llm.Limits{})
 	clients := &Clients{byRole: map[conditions.Role]*llm.Client{}, offline: true}
 	for _, role := range conditions.ModelRoles() {
-		clients.byRole[role] = &llm.Client{Provider: rec, Ledger: ledger, Role: string(role)}
+		m, _ := cfg.Model(role)
+		clients.byRole[role] = &llm.Client{Provider: rec, Ledger: ledger, Role: string(role), Model: m.RecordedName(role)}
 	}
 	ft := &fakeTrials{reward: map[string]float64{}, status: map[string]executor.Status{}}
 	run := &Run{Spec: spec, Config: cfg, Tasks: tasks, Iterations: iterations, AgentKind: AgentLab, Offline: true,

@@ -83,10 +83,11 @@ type Manifest struct {
 	// ForcedResumes records each --force resume that changed the
 	// configuration: from which iteration on the new one applied.
 	ForcedResumes []ForcedResume `json:"forced_resumes,omitempty"`
-	// Warnings are what a resume had to repair in the directory, such as
-	// a state.json rebuilt from the run's other records.
+	Error         string         `json:"error,omitempty"`
+	// Warnings are what the user should know about how the run was made or
+	// repaired, though none stops it: a binary that does not know its
+	// commit, a state.json rebuilt on resume from the run's other records.
 	Warnings []string `json:"warnings,omitempty"`
-	Error    string   `json:"error,omitempty"`
 }
 
 // ForcedResume is one resume forced past a configuration change.
@@ -111,6 +112,7 @@ func (m Manifest) clone() Manifest {
 	m.Rows = slices.Clone(m.Rows)
 	m.Tasks = slices.Clone(m.Tasks)
 	m.Seeds = slices.Clone(m.Seeds)
+	m.Warnings = slices.Clone(m.Warnings)
 	m.Counts = maps.Clone(m.Counts)
 	m.TrialWarnings = maps.Clone(m.TrialWarnings)
 	m.ForcedResumes = slices.Clone(m.ForcedResumes)
@@ -221,6 +223,9 @@ func Create(base string, spec Spec) (*Dir, error) {
 	m.FinishedAt = nil
 	m.HarnessVersion = meta.Version
 	m.GitCommit = meta.GitCommit
+	if w := BuildWarning(m.GitCommit); w != "" && !slices.Contains(m.Warnings, w) {
+		m.Warnings = append(m.Warnings, w)
+	}
 	m.ConfigFingerprint = config.Fingerprint(spec.Config)
 	m.Origin = originOf(path)
 	d := &Dir{Path: path, ID: name, manifest: m, secrets: secretValues(spec.Config)}

@@ -26,7 +26,7 @@ func GitCommit() string {
 	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "unknown"
+		return CommitUnknown
 	}
 	return commitFromSettings(info.Settings)
 }
@@ -45,7 +45,7 @@ func commitFromSettings(settings []debug.BuildSetting) string {
 		}
 	}
 	if rev == "" {
-		return "unknown"
+		return CommitUnknown
 	}
 	if dirty {
 		rev += "-dirty"
@@ -56,4 +56,17 @@ func commitFromSettings(settings []debug.BuildSetting) string {
 // VersionString is the one-line version shown by `harness --version`.
 func VersionString() string {
 	return Version + " (commit " + GitCommit() + ")"
+}
+
+// CommitUnknown is GitCommit of a binary that does not know its commit.
+const CommitUnknown = "unknown"
+
+// BuildWarning says what is lost when a run's binary does not know the
+// commit it was built from ("" when it does): results that cannot be
+// traced to their source. `make build` stamps the commit.
+func BuildWarning(commit string) string {
+	if commit != "" && commit != CommitUnknown {
+		return ""
+	}
+	return "this harness binary does not know the git commit it was built from (git_commit = \"unknown\"), so the run's results cannot be traced to the code that made them; build it with `make build` in a git checkout"
 }

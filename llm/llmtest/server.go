@@ -221,6 +221,40 @@ type Server struct {
 	// cache, when not nil, holds the serialized messages of the last
 	// request per model (see CachePrefixes).
 	cache map[string][]byte
+	// modelLists counts GET /v1/models requests; noModelList answers them
+	// 404, as endpoints without a models list do.
+	modelLists  int
+	noModelList bool
+}
+
+// WithoutModelList makes GET /v1/models answer 404, as some endpoints do,
+// so a caller must find another way to check the endpoint.
+func (s *Server) WithoutModelList() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noModelList = true
+}
+
+// ModelLists is the number of GET /v1/models requests received so far.
+// They are not chat requests: Requests and Count leave them out.
+func (s *Server) ModelLists() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.modelLists
+}
+
+// serveModels answers GET /v1/models with an empty list, or 404.
+func (s *Server) serveModels(w http.ResponseWriter) {
+	s.mu.Lock()
+	s.modelLists++
+	missing := s.noModelList
+	s.mu.Unlock()
+	if missing {
+		writeError(w, http.StatusNotFound, "no such endpoint")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"object":"list","data":[]}`)
 }
 
 // CachePrefixes makes the server report cached prompt tokens as a prefix
@@ -319,6 +353,10 @@ func (s *Server) Pending() int {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
+		s.serveModels(w)
+		return
+	}
 	raw, _ := io.ReadAll(r.Body)
 	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Raw: raw}
 	_ = json.Unmarshal(raw, &req.Body)

@@ -527,3 +527,58 @@ func (o *Provider) reportedUsage(comp *openai.ChatCompletion) llm.Usage {
 	}
 	return u
 }
+
+// PreflightTimeout bounds each request of Preflight.
+const PreflightTimeout = 30 * time.Second
+
+// Preflight checks once that the endpoint answers and accepts the key: it
+// lists the endpoint's models, and where the endpoint has no models list
+// (404, 405, 501) it asks for one token of the configured model instead.
+// It makes no retries: a run checks before it starts, and a failure here
+// means the run could not have succeeded.
+func (o *Provider) Preflight(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, min(o.timeout, PreflightTimeout))
+	defer cancel()
+	status, msg, err := o.listModels(ctx)
+	if err != nil {
+		return o.redact.Error(fmt.Errorf("list models at %s: %w", o.model.BaseURL, err))
+	}
+	switch {
+	case status >= 200 && status < 300:
+		return nil
+	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed || status == http.StatusNotImplemented:
+		params := openai.ChatCompletionNewParams{Model: shared.ChatModel(o.model.Model),
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Reply with one word.")}, MaxTokens: openai.Int(1)}
+		if _, err := o.svc.New(ctx, params); err != nil {
+			var apiErr *openai.Error
+			if errors.As(err, &apiErr) {
+				err = &StatusError{StatusCode: apiErr.StatusCode, Message: errorMessage(err, []byte(apiErr.RawJSON()))}
+			}
+			return o.redact.Error(fmt.Errorf("one-token call to model %s at %s: %w", o.model.Model, o.model.BaseURL, err))
+		}
+		return nil
+	}
+	return o.redact.Error(fmt.Errorf("list models at %s: %w", o.model.BaseURL, &StatusError{StatusCode: status, Message: msg}))
+}
+
+// listModels sends GET <base_url>/models and returns the status and, for
+// an error answer, its message.
+func (o *Provider) listModels(ctx context.Context) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(o.model.BaseURL, "/")+"/models", nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if key := o.model.APIKey(); key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	res, err := o.httpClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	if res.StatusCode < 400 {
+		return res.StatusCode, "", nil
+	}
+	return res.StatusCode, o.redact.String(errorMessage(nil, body)), nil
+}

@@ -42,6 +42,9 @@ type Factory struct {
 	Collector func(ctx context.Context, rt config.ExecutorRuntime) (Collector, error)
 	// Providers reach the configured models, the offline one included.
 	Providers harness.ProviderFunc
+	// Preflight checks once that a model's endpoint answers, before a run
+	// creates anything; nil skips the check.
+	Preflight PreflightFunc
 	// Execute, when set, replaces the orchestrator for `run` and `matrix`
 	// (tests).
 	Execute ExecuteFunc

@@ -33,7 +33,7 @@ func executePlan(ctx context.Context, f *Factory, x *ValidatedPlan) (err error) 
 	// What the run prints goes through the same redaction as what it writes.
 	redact := x.Config.Redactor()
 	defer func() { err = redact.Error(err) }()
-	if !x.Plan.Offline {
+	if callsModels(x.Plan) {
 		if err := x.Config.CheckAPIKeys(f.Getenv); err != nil {
 			return UsageError(err)
 		}

@@ -51,6 +51,13 @@ type ExperimentOptions struct {
 	Getenv func(string) string
 	// Args is the command line as given, for the run's config.toml.
 	Args []string
+	// GitCommit reports the binary's commit (nil: rundir.GitCommit), for
+	// the warning a build without one gets.
+	GitCommit func() string
+	// Preflight checks the model endpoints before anything is created;
+	// NoPreflight (--no-preflight) skips it.
+	Preflight   PreflightFunc
+	NoPreflight bool
 
 	Tasks   []string
 	TaskSet string
@@ -102,6 +109,7 @@ func experimentFlags(cmd *cobra.Command, o *ExperimentOptions) func() {
 	fl.Float64Var(&budgetUSD, "budget-usd", 0, "stop cleanly after spending this many US dollars (0: unlimited)")
 	fl.Int64Var(&budgetTokens, "budget-tokens", 0, "stop cleanly after this many model tokens (0: unlimited)")
 	fl.BoolVarP(&o.Verbose, "verbose", "v", false, "more log lines")
+	fl.BoolVar(&o.NoPreflight, "no-preflight", false, "do not check the model endpoints before the run starts")
 
 	_ = cmd.MarkFlagDirname("config-dir")
 	_ = cmd.MarkFlagDirname("out")
@@ -174,6 +182,9 @@ func (o *ExperimentOptions) loadConfig() (*config.Config, error) {
 	}
 	if err != nil {
 		return nil, UsageError(fmt.Errorf("invalid configuration: %w", err))
+	}
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintln(o.IO.ErrOut, "warning: "+w)
 	}
 	return cfg, nil
 }
@@ -268,7 +279,7 @@ func (o *ExperimentOptions) finish(ctx context.Context, p *harness.Plan) error {
 	if o.DryRun {
 		// The run itself would refuse missing API keys and missing tasks;
 		// so does its preview, without writing or fetching anything.
-		if !p.Offline {
+		if callsModels(p) {
 			if err := cfg.CheckAPIKeys(o.Getenv); err != nil {
 				return UsageError(err)
 			}
@@ -286,6 +297,14 @@ func (o *ExperimentOptions) finish(ctx context.Context, p *harness.Plan) error {
 	}
 	for _, w := range p.Warnings {
 		fmt.Fprintln(o.IO.ErrOut, "warning: "+w)
+	}
+	if w := rundir.BuildWarning(o.gitCommit()); w != "" {
+		fmt.Fprintln(o.IO.ErrOut, "warning: "+w)
+	}
+	if !o.NoPreflight {
+		if err := preflight(ctx, o.Preflight, o.Getenv, p, cfg); err != nil {
+			return err
+		}
 	}
 	return o.Execute(ctx, &ValidatedPlan{Plan: p, Config: cfg, Args: o.Args, JSON: o.JSON, Verbose: o.Verbose, Force: o.Force, IO: o.IO})
 }
@@ -374,4 +393,19 @@ func flagValue(f *pflag.Flag) string {
 		return strings.Join(sv.GetSlice(), ",")
 	}
 	return f.Value.String()
+}
+
+// callsModels reports whether a plan calls an endpoint: not offline, and
+// some role has calls planned (a no_feedback row of the oracle or nop
+// agent has none).
+func callsModels(p *harness.Plan) bool {
+	return !p.Offline && len(p.Models) > 0
+}
+
+// gitCommit is the commit this binary was built from.
+func (o *ExperimentOptions) gitCommit() string {
+	if o.GitCommit != nil {
+		return o.GitCommit()
+	}
+	return rundir.GitCommit()
 }

@@ -43,5 +43,6 @@ func engineFactory() *Factory {
 		return d, nil
 	}
 	f.Providers = newProvider
+	f.Preflight = preflightEndpoint
 	return f
 }

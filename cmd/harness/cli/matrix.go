@@ -70,7 +70,7 @@ exits with code 2, names the row and the rule, and creates nothing.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			setOptional()
-			o.IO, o.Execute, o.Resolver, o.Getenv = f.IO, f.planRunner(), f.Resolver, f.Getenv
+			o.IO, o.Execute, o.Resolver, o.Getenv, o.Preflight = f.IO, f.planRunner(), f.Resolver, f.Getenv, f.Preflight
 			o.Scheduler, o.Executable = f.Scheduler, f.Executable
 			o.Args = commandLine(cmd)
 			if err := o.checkFlags(cmd.Flags(), []string{"preset", "matrix", "seeds"}); err != nil {

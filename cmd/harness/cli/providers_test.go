@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/mediated-coevo/harness/config"
@@ -19,4 +20,16 @@ func newProvider(m config.Model, seed int64) (llm.Provider, error) {
 		return llm.NewOffline(seed), nil
 	}
 	return nil, fmt.Errorf("model %q: unknown provider %q", m.Model, m.Provider)
+}
+
+// preflightEndpoint checks an endpoint as the factory's Preflight does.
+func preflightEndpoint(ctx context.Context, m config.Model) error {
+	if m.Provider != config.ProviderOpenAI {
+		return nil
+	}
+	p, err := openaiapi.New(m)
+	if err != nil {
+		return err
+	}
+	return p.Preflight(ctx)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/harness"
@@ -37,11 +38,12 @@ prices under a dollar budget); a problem exits with code 2 and creates nothing.`
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			setOptional()
-			o.IO, o.Execute, o.Resolver, o.Getenv = f.IO, f.planRunner(), f.Resolver, f.Getenv
+			o.IO, o.Execute, o.Resolver, o.Getenv, o.Preflight = f.IO, f.planRunner(), f.Resolver, f.Getenv, f.Preflight
 			o.Args = commandLine(cmd)
 			if err := o.checkFlags(cmd.Flags(), []string{"condition", "skill-updates", "lab", "agent"}); err != nil {
 				return err
 			}
+			o.checkModelFreeAgent(cmd.Flags())
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
@@ -98,4 +100,22 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	}
 	p.Notes = append(p.Notes, notes...)
 	return o.finish(ctx, p)
+}
+
+// checkModelFreeAgent settles the design of a run whose agent calls no
+// model (oracle, nop): unless --condition or --skill-updates ask for more,
+// nothing learns from its trials, so it runs as no_feedback with no skill
+// updates and plans no Planner, Mediator, Advisor or Reflector call and no
+// validation trial. A condition asked for explicitly is kept, and its
+// model calls are planned, priced and checked like any other.
+func (o *RunOptions) checkModelFreeAgent(fl *pflag.FlagSet) {
+	if o.Resume != "" || (o.Agent != harness.AgentOracle && o.Agent != harness.AgentNop) {
+		return
+	}
+	if !fl.Changed("condition") {
+		o.Condition = string(conditions.NoFeedback)
+	}
+	if !fl.Changed("skill-updates") && conditions.Condition(o.Condition) == conditions.NoFeedback {
+		o.SkillUpdates = "none"
+	}
 }

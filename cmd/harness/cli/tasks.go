@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -163,6 +166,66 @@ type TaskSetInfo struct {
 	// whose archive is not on disk); Note then says why.
 	Count *int   `json:"count"`
 	Note  string `json:"note,omitempty"`
+	// Content says how far the tasks' content is pinned, beyond their ids:
+	// "shipped" (inside harness), "tree ids" (every task pinned by its git
+	// tree id), "partial" (some are) or "none".
+	Content string `json:"content"`
+	// Upstream is the repository@commit the content pins were read from.
+	Upstream string `json:"upstream,omitempty"`
+	// Unverified are the set's tasks whose content is not pinned.
+	Unverified []string `json:"unverified,omitempty"`
+}
+
+// Content pin levels of a task set (TaskSetInfo.Content).
+const (
+	contentShipped = "shipped"
+	contentTreeIDs = "tree ids"
+	contentPartial = "partial"
+	contentNone    = "none"
+)
+
+// setInfo describes a task set as listings show it, claiming no more
+// pinning than the set records.
+func setInfo(set benchmarks.TaskSet) TaskSetInfo {
+	info := TaskSetInfo{Name: set.Name, Description: set.Description, Pinned: set.Pinned, Content: contentNone}
+	switch {
+	case set.Name == benchmarks.SetSmoke:
+		info.Content = contentShipped
+	case len(set.Content) > 0:
+		info.Unverified = set.Unverified()
+		info.Content = contentTreeIDs
+		if len(info.Unverified) > 0 {
+			info.Content = contentPartial
+		}
+	}
+	if set.Upstream != nil {
+		info.Upstream = set.Upstream.Short()
+	}
+	return info
+}
+
+// pinnedLabel is the PINNED cell of a set: what exactly is fixed.
+func pinnedLabel(s TaskSetInfo) string {
+	switch {
+	case !s.Pinned:
+		return "no"
+	case s.Content == contentShipped:
+		return "ids+content (shipped)"
+	case s.Content == contentTreeIDs:
+		return "ids+content"
+	case s.Content == contentPartial && s.Count != nil:
+		return fmt.Sprintf("ids, content %d/%d", *s.Count-len(s.Unverified), *s.Count)
+	}
+	return "ids only"
+}
+
+// unverifiedNote says which tasks of a set have no content pin, or "".
+func unverifiedNote(s TaskSetInfo) string {
+	if len(s.Unverified) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("content not verified for %s: not in %s, where the other tasks' content is pinned; its id is pinned, its files are whatever your source holds",
+		strings.Join(s.Unverified, ", "), s.Upstream)
 }
 
 // TaskInfo is one task in a listing.
@@ -178,6 +241,10 @@ type TaskInfo struct {
 	Available *bool `json:"available,omitempty"`
 	// Error says why a task of the set is not available.
 	Error string `json:"error,omitempty"`
+	// Pin is the git tree id the set pins the task's content to, with
+	// --task-set; PinMatch says whether the local copy has that content.
+	Pin      string `json:"pin,omitempty"`
+	PinMatch *bool  `json:"pin_match,omitempty"`
 }
 
 // TasksListing is what `harness tasks list` prints.
@@ -218,16 +285,18 @@ func runTasksList(ctx context.Context, o *TasksListOptions) error {
 			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("list task set %s: %w", set.Name, err)}
 		}
 		n := len(ids)
-		listing.TaskSets = append(listing.TaskSets, TaskSetInfo{Name: set.Name, Description: set.Description, Pinned: set.Pinned, Count: &n})
+		info := setInfo(set)
+		info.Count = &n
+		listing.TaskSets = append(listing.TaskSets, info)
 		for _, id := range ids {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			listing.Tasks = append(listing.Tasks, availability(ctx, r, id))
+			listing.Tasks = append(listing.Tasks, withPin(availability(ctx, r, id), set))
 		}
 	} else {
 		for _, set := range benchmarks.TaskSets() {
-			info := TaskSetInfo{Name: set.Name, Description: set.Description, Pinned: set.Pinned}
+			info := setInfo(set)
 			if ids, err := r.TaskSetIDs(ctx, set.Name); err == nil {
 				n := len(ids)
 				info.Count = &n
@@ -267,6 +336,35 @@ func runTasksList(ctx context.Context, o *TasksListOptions) error {
 	return nil
 }
 
+// withPin adds the task's content pin in set, and whether its local copy
+// matches it.
+func withPin(info TaskInfo, set benchmarks.TaskSet) TaskInfo {
+	pin, ok := set.Content[info.ID]
+	if !ok {
+		return info
+	}
+	info.Pin = pin
+	if info.Dir != "" && info.Error == "" {
+		got, err := benchmarks.TreeID(info.Dir)
+		match := err == nil && got == pin
+		info.PinMatch = &match
+	}
+	return info
+}
+
+// pinCell is the CONTENT cell of a task in a set listing.
+func pinCell(t TaskInfo) string {
+	switch {
+	case t.Pin == "":
+		return "not-verified"
+	case t.PinMatch == nil:
+		return "pinned"
+	case *t.PinMatch:
+		return "matches-pin"
+	}
+	return "DIFFERS-from-pin"
+}
+
 // availability reports whether task id resolves locally.
 func availability(ctx context.Context, r *benchmarks.Resolver, id string) TaskInfo {
 	no := false
@@ -290,21 +388,20 @@ func writeTasksListText(w io.Writer, l TasksListing) error {
 	fmt.Fprintln(tw, "Task sets:")
 	fmt.Fprintln(tw, "  NAME\tPINNED\tTASKS\tDESCRIPTION")
 	for _, s := range l.TaskSets {
-		pinned, count := "no", "-"
-		if s.Pinned {
-			pinned = "yes"
-		}
+		count := "-"
 		if s.Count != nil {
 			count = strconv.Itoa(*s.Count)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", s.Name, pinned, count, s.Description)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", s.Name, pinnedLabel(s), count, s.Description)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, s := range l.TaskSets {
-		if s.Note != "" {
-			fmt.Fprintf(w, "  (%s: %s)\n", s.Name, s.Note)
+		for _, note := range []string{s.Note, unverifiedNote(s)} {
+			if note != "" {
+				fmt.Fprintf(w, "  (%s: %s)\n", s.Name, note)
+			}
 		}
 	}
 	fmt.Fprintf(w, "\nTasks available locally: %d (cache %s)\n", len(l.Tasks), l.CacheDir)
@@ -324,11 +421,22 @@ func writeTaskSetText(w io.Writer, l TasksListing) error {
 	s := l.TaskSets[0]
 	pinned := "not pinned"
 	if s.Pinned {
-		pinned = "pinned"
+		pinned = "pinned: " + pinnedLabel(s)
+	}
+	if s.Upstream != "" {
+		pinned += ", content from " + s.Upstream
 	}
 	fmt.Fprintf(w, "Task set %s (%s, %d tasks): %s\n", s.Name, pinned, len(l.Tasks), s.Description)
+	if note := unverifiedNote(s); note != "" {
+		fmt.Fprintf(w, "  (%s)\n", note)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  ID\tAVAILABLE\tSOURCE\tCATEGORY\tDIFFICULTY\tDIR")
+	header := "  ID\tAVAILABLE\tSOURCE\tCATEGORY\tDIFFICULTY\tDIR"
+	withContent := s.Content == contentTreeIDs || s.Content == contentPartial
+	if withContent {
+		header = "  ID\tAVAILABLE\tSOURCE\tCATEGORY\tDIFFICULTY\tCONTENT\tDIR"
+	}
+	fmt.Fprintln(tw, header)
 	var missing []string
 	for _, t := range l.Tasks {
 		avail := "yes"
@@ -340,7 +448,11 @@ func writeTaskSetText(w io.Writer, l TasksListing) error {
 		if t.Error != "" {
 			dir = "does not load: " + t.Error
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", t.ID, avail, orDash(t.Source), orDash(t.Category), orDash(t.Difficulty), orDash(dir))
+		cells := []string{t.ID, avail, orDash(t.Source), orDash(t.Category), orDash(t.Difficulty)}
+		if withContent {
+			cells = append(cells, pinCell(t))
+		}
+		fmt.Fprintln(tw, "  "+strings.Join(append(cells, orDash(dir)), "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -471,12 +583,7 @@ func runTasksSync(ctx context.Context, o *TasksSyncOptions) error {
 		}
 	}
 	if len(remote) > 0 && r.ArchiveURL == "" {
-		where := "the configuration"
-		if o.ConfigDir != "" {
-			where = o.ConfigDir + "/default.toml"
-		}
-		return usagef("cannot sync %s: no task archive is configured; set [executor_runtime] archive_url and archive_sha256 in %s (docs/tasks.md, \"Sync and pinning\")",
-			strings.Join(remote, ", "), where)
+		return UsageError(noArchiveError(remote, o.ConfigDir))
 	}
 	if len(remote) > 0 {
 		fmt.Fprintf(o.IO.ErrOut, "fetching %d task(s) from %s...\n", len(remote), r.ArchiveURL)
@@ -515,6 +622,45 @@ func runTasksSync(ctx context.Context, o *TasksSyncOptions) error {
 		err = &ExitError{Code: ExitFailed, Err: fmt.Errorf("sync: %w", absent)}
 	}
 	return err
+}
+
+// noArchiveError says which archive to fetch for tasks ids and where to
+// configure it: the upstream archive a pinned set names, when every task
+// is in such a set, else any archive that holds them.
+func noArchiveError(ids []string, configDir string) error {
+	where := "a file default.toml in a folder you pass as --config-dir"
+	if configDir != "" {
+		where = filepath.Join(configDir, "default.toml")
+	}
+	var up *benchmarks.Upstream
+	for i, id := range ids {
+		u := upstreamOf(id)
+		if u == nil || (i > 0 && (up == nil || *up != *u)) {
+			up = nil
+			break
+		}
+		up = u
+	}
+	if up == nil {
+		return fmt.Errorf("cannot sync %s: no task archive is configured; set [executor_runtime] archive_url (an http(s) URL, a file:// URL or the path of a .zip, .tar.gz or .tar holding the task folders) and archive_sha256 in %s (docs/tasks.md, \"Sync and pinning\")",
+			strings.Join(ids, ", "), where)
+	}
+	file := path.Base(strings.TrimPrefix(up.Repo, "github.com/")) + "-" + up.Commit[:7] + ".zip"
+	return fmt.Errorf("cannot sync %s: no task archive is configured. Their content is pinned to the folder %s/ of %s at commit %s; fetch that commit's archive and configure it:\n"+
+		"  curl -L -o %s %s\n  sha256sum %s\n"+
+		"then set, in %s:\n  [executor_runtime]\n  archive_url = \"/absolute/path/to/%s\"   # or the URL above\n  archive_sha256 = \"<the sum sha256sum printed>\"\n"+
+		"Each pinned task is also checked against its git tree id, whatever archive carries it (docs/tasks.md, \"Content pins\")",
+		strings.Join(ids, ", "), up.TasksPath, up.Repo, up.Commit, file, up.Archive, file, where, file)
+}
+
+// upstreamOf is the upstream of the pinned set that lists task id, or nil.
+func upstreamOf(id string) *benchmarks.Upstream {
+	for _, set := range benchmarks.TaskSets() {
+		if set.Upstream != nil && slices.Contains(set.IDs, id) {
+			return set.Upstream
+		}
+	}
+	return nil
 }
 
 func writeSyncText(w io.Writer, rep SyncReport) error {

@@ -258,7 +258,7 @@ func TestTasksListShowsSetsAndLocalTasks(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.errOut)
 	}
-	if !hasRow(r.out, "alpha", "task_dirs", "testing", "hard", "unit,fixture") || !hasRow(r.out, "smoke", "yes", "6") {
+	if !hasRow(r.out, "alpha", "task_dirs", "testing", "hard", "unit,fixture") || !hasRow(r.out, "smoke", "ids+content", "(shipped)", "6") {
 		t.Errorf("text listing lacks rows:\n%s", r.out)
 	}
 	if !strings.Contains(r.errOut, "broken") || !strings.Contains(r.errOut, "harness tasks validate") {

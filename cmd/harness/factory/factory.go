@@ -27,6 +27,7 @@ func New() *cli.Factory {
 		Sandbox:   openSandbox,
 		Collector: openCollector,
 		Providers: NewProvider,
+		Preflight: Preflight,
 
 		// Slurm's own commands and this binary, for matrix --launcher slurm.
 		Scheduler:  launch.Exec{},

@@ -1,6 +1,7 @@
 package factory
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/mediated-coevo/harness/config"
@@ -24,4 +25,18 @@ func NewProvider(m config.Model, seed int64) (llm.Provider, error) {
 		return nil, fmt.Errorf("model %q: unknown provider %q; use %q (any OpenAI-compatible endpoint) or %q",
 			m.Model, m.Provider, config.ProviderOpenAI, config.ProviderOffline)
 	}
+}
+
+// Preflight checks once that the endpoint of model m answers and accepts
+// its key (see openaiapi.Provider.Preflight). The offline provider needs
+// no check.
+func Preflight(ctx context.Context, m config.Model) error {
+	if m.Provider != config.ProviderOpenAI {
+		return nil
+	}
+	p, err := openaiapi.New(m)
+	if err != nil {
+		return err
+	}
+	return p.Preflight(ctx)
 }
