@@ -17,7 +17,7 @@ TEST_TIMEOUT ?= 30m
 help:
 	@echo "make build       build $(BIN) (version $(VERSION), commit $(COMMIT))"
 	@echo "make install     install harness into GOBIN (default: GOPATH/bin), so that it runs as 'harness'"
-	@echo "make test        run every test: go test -race ./... (Docker tests skip without an engine, fail instead with HARNESS_REQUIRE_DOCKER=1)"
+	@echo "make test        run every test: go test -race ./... (Docker tests skip without an engine, fail instead with HARNESS_REQUIRE_DOCKER=1; TEST_JSON=FILE also records go test -json events)"
 	@echo "make lint        gofmt must list nothing; go vet ./..."
 	@echo "make base-image  build the local base image harness-base:bookworm (debootstrap + docker import)"
 	@echo "make smoke       the offline smoke matrix on the pinned smoke task set"
@@ -31,8 +31,16 @@ install:
 	@echo "== installing harness (version $(VERSION), commit $(COMMIT)) into $$(d=$$($(GO) env GOBIN); echo $${d:-$$($(GO) env GOPATH)/bin})"
 	$(GO) install -trimpath -ldflags "$(LDFLAGS)" ./cmd/harness
 
+# TEST_JSON=FILE also records go test's -json events in FILE (CI lists the
+# slowest tests from it); the terminal then shows go test -v's output.
+TEST_JSON ?=
+
 test:
+ifeq ($(TEST_JSON),)
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+else
+	bash -o pipefail -c '$(GO) test -race -json -timeout $(TEST_TIMEOUT) ./... | tee "$(TEST_JSON)" | jq --unbuffered -j "select(.Action == \"output\") | .Output"'
+endif
 
 lint:
 	@unformatted=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*')); \

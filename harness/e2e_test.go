@@ -66,6 +66,10 @@ func onEngine(t *testing.T, o ExecOptions) ExecOptions {
 	return o
 }
 
+// offlineIterations is how long TestOfflineRunEachCondition runs each
+// condition.
+const offlineIterations = 2
+
 func e2eConfig(t *testing.T) *config.Config {
 	t.Helper()
 	cfg, err := config.Default()
@@ -77,16 +81,19 @@ func e2eConfig(t *testing.T) *config.Config {
 	return cfg
 }
 
-// TestOfflineRunEachCondition runs the smoke set offline for three
-// iterations under each of the five conditions and checks the directory.
+// TestOfflineRunEachCondition runs the smoke set offline for two
+// iterations (the second is the first to read feedback) under each of the
+// five conditions and checks the directory. The runs are independent and
+// run side by side, as many as go test's -parallel allows.
 func TestOfflineRunEachCondition(t *testing.T) {
 	requireEngine(t)
-	cfg := e2eConfig(t)
-	cfg.Experiment.SharedNotes = "Check every output path twice."
 	for _, cond := range conditions.All() {
 		t.Run(string(cond), func(t *testing.T) {
+			t.Parallel()
+			cfg := e2eConfig(t)
+			cfg.Experiment.SharedNotes = "Check every output path twice."
 			p, err := BuildRunPlan(cfg, PlanOptions{TaskSet: benchmarks.SetSmoke, Tasks: benchmarks.SmokeIDs(), Condition: cond,
-				Policy: conditions.PolicyNone, Iterations: 3, Seeds: []int64{42}, Agent: AgentLab, Offline: true,
+				Policy: conditions.PolicyNone, Iterations: offlineIterations, Seeds: []int64{42}, Agent: AgentLab, Offline: true,
 				Concurrency: 2, OutDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
@@ -109,7 +116,7 @@ func TestOfflineRunEachCondition(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := len(benchmarks.SmokeIDs()) * 3; len(rows) != want {
+			if want := len(benchmarks.SmokeIDs()) * offlineIterations; len(rows) != want {
 				t.Errorf("%d metric rows, want %d", len(rows), want)
 			}
 			reports, _ := filepath.Glob(filepath.Join(out.Dir, "artifacts", "reports", "*", "*.json"))

@@ -239,11 +239,12 @@ func TestComparePassKUsesOneKForAllRows(t *testing.T) {
 		values           bool
 	}{
 		{
-			// 30 trials each; one env failure in full leaves 29 scored.
-			// Before, full got k=29 and no_feedback k=30.
+			// Six trials each, one more than DefaultMaxK; one env failure
+			// in full leaves five scored. Each trial is an iteration, so
+			// a few suffice: the cap, not the count, sets k here.
 			name: "an env failure does not move k",
-			nf:   append(task("a", 30, 0), task("b", 30, 0)...),
-			full: append(task("a", 29, 1), task("b", 30, 0)...),
+			nf:   append(task("a", DefaultMaxK+1, 0), task("b", DefaultMaxK+1, 0)...),
+			full: append(task("a", DefaultMaxK, 1), task("b", DefaultMaxK+1, 0)...),
 			k:    5, values: true,
 		},
 		{

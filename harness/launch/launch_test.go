@@ -65,7 +65,7 @@ func TestSubmitWritesScriptSubmitsAndRecords(t *testing.T) {
 	script := string(data)
 	for _, want := range []string{"#!/bin/bash\n", "#SBATCH --job-name=harness-m\n", "#SBATCH --output=" + filepath.Join(dir, rundir.SlurmOutputPattern) + "\n",
 		"#SBATCH --partition=short\n", "#SBATCH --time=1:00:00\n", "#SBATCH --cpus-per-task=4\n", "#SBATCH --mem=8G\n",
-		"#SBATCH --account=lab\n", "module load docker\n", `rows=('a-seed1' 'a-seed2' 'it'\''s')`,
+		"#SBATCH --account=lab\n", "#SBATCH --signal=B:TERM@120\n", "module load docker\n", `rows=('a-seed1' 'a-seed2' 'it'\''s')`,
 		`exec '/bin/harness' 'matrix' '--resume' '` + dir + `' --row "${rows[$SLURM_ARRAY_TASK_ID]}"`} {
 		if !strings.Contains(script, want) {
 			t.Errorf("script lacks %q:\n%s", want, script)
@@ -209,14 +209,68 @@ func TestWaitGivesUpAfterRepeatedFailuresAndStopsWithItsContext(t *testing.T) {
 	}
 }
 
-func TestCancel(t *testing.T) {
-	run := &fakeRunner{replies: map[string][]reply{"scancel": {{}, {err: errors.New("scancel: error: Kill job error on job id 5: Access/permission denied")}}}}
-	s := &Slurm{Runner: run}
-	if err := s.Cancel(t.Context(), "5"); err != nil || !slices.Equal(run.calls[0], []string{"scancel", "5"}) {
-		t.Errorf("cancel: %v, calls %q", err, run.calls)
+// Cancel drops the pending elements and signals only the running ones'
+// harness, leaving them time to save; Kill ends the rest outright.
+func TestCancelSignalsTheRunningElementsAndKillEndsThem(t *testing.T) {
+	denied := reply{err: errors.New("scancel: error: Kill job error on job id 5: Access/permission denied")}
+	tests := []struct {
+		name      string
+		scancel   []reply
+		squeue    []reply
+		wantCalls [][]string
+		wantErr   string
+	}{
+		{name: "pending cancelled, running signalled", scancel: []reply{{}, {}},
+			wantCalls: [][]string{{"scancel", "--state=PENDING", "5"}, {"scancel", "--batch", "--signal=TERM", "5"}}},
+		{name: "every element ended in between", scancel: []reply{{}, {err: errors.New("Invalid job id specified")}}, squeue: []reply{{out: ""}},
+			wantCalls: [][]string{{"scancel", "--state=PENDING", "5"}, {"scancel", "--batch", "--signal=TERM", "5"},
+				{"squeue", "--noheader", "--array", "--jobs=5", "--format=%K|%T|%r"}}},
+		{name: "signal refused while running", scancel: []reply{{}, denied}, squeue: []reply{{out: "0|RUNNING|None\n"}}, wantErr: "signal the running elements of Slurm job 5 to stop"},
+		{name: "pending refused", scancel: []reply{denied}, wantErr: "permission denied"},
 	}
-	if err := s.Cancel(t.Context(), "5"); err == nil || !strings.Contains(err.Error(), "permission denied") {
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			run := &fakeRunner{replies: map[string][]reply{"scancel": tt.scancel, "squeue": tt.squeue}}
+			err := (&Slurm{Runner: run}).Cancel(t.Context(), "5")
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+			if tt.wantCalls != nil && !slices.EqualFunc(run.calls, tt.wantCalls, slices.Equal) {
+				t.Errorf("calls %q, want %q", run.calls, tt.wantCalls)
+			}
+		})
+	}
+	run := &fakeRunner{replies: map[string][]reply{"scancel": {{}, denied}}}
+	s := &Slurm{Runner: run}
+	if err := s.Kill(t.Context(), "5"); err != nil || !slices.Equal(run.calls[0], []string{"scancel", "5"}) {
+		t.Errorf("kill: %v, calls %q", err, run.calls)
+	}
+	if err := s.Kill(t.Context(), "5"); err == nil || !strings.Contains(err.Error(), "permission denied") {
 		t.Errorf("err = %v, want scancel's own message", err)
+	}
+}
+
+// The batch script asks Slurm for SIGTERM before the time limit: two
+// minutes, or a quarter of a shorter limit.
+func TestStopWarningBeforeTheTimeLimit(t *testing.T) {
+	tests := []struct {
+		limit string
+		want  time.Duration
+	}{
+		{"", maxStopWarning},
+		{"UNLIMITED", maxStopWarning},
+		{"12:00:00", maxStopWarning},
+		{"1-00", maxStopWarning},
+		{"0-00:04", time.Minute},
+		{"4", time.Minute},
+		{"2:00", 30 * time.Second},
+		{"0:00:02", time.Second},
+		{"0", maxStopWarning},
+	}
+	for _, tt := range tests {
+		if got := stopWarning(tt.limit); got != tt.want {
+			t.Errorf("stopWarning(%q) = %v, want %v", tt.limit, got, tt.want)
+		}
 	}
 }
 

@@ -131,6 +131,8 @@ func (s *Slurm) script(o SubmitOptions) string {
 	if c.Memory != "" {
 		opt("--mem=%s", c.Memory)
 	}
+	// Before the lines of [launcher] sbatch, so that a --signal there wins.
+	opt("--signal=B:TERM@%d", int(stopWarning(c.TimeLimit).Seconds()))
 	for _, line := range c.Sbatch {
 		opt("%s", line)
 	}
@@ -165,10 +167,85 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// Cancel cancels every element of the job array that has not ended.
+// Cancel stops the job array so that every element can save its row.
+// Elements still pending are cancelled and never start. Running ones get
+// SIGTERM in their batch shell alone, which the script replaced with the
+// harness, so that it saves its row and removes its containers, then ends
+// with the element; its children and nothing else are signalled. A plain
+// scancel would follow its SIGTERM with SIGKILL after Slurm's KillWait (30 s
+// by default), often before the row is saved. Cancel does not wait for the
+// elements to end; Kill ends those that do not.
 func (s *Slurm) Cancel(ctx context.Context, jobID string) error {
+	if _, err := s.Runner.Run(ctx, "scancel", "--state=PENDING", jobID); err != nil {
+		return fmt.Errorf("cancel the pending elements of Slurm job %s: %w", jobID, err)
+	}
+	if _, err := s.Runner.Run(ctx, "scancel", "--batch", "--signal=TERM", jobID); err != nil {
+		// Every element may have ended since: nothing left to signal.
+		if q, qerr := s.Queue(ctx, jobID); qerr == nil && len(q) == 0 {
+			return nil
+		}
+		return fmt.Errorf("signal the running elements of Slurm job %s to stop: %w", jobID, err)
+	}
+	return nil
+}
+
+// Kill cancels what is left of the job array outright.
+func (s *Slurm) Kill(ctx context.Context, jobID string) error {
 	if _, err := s.Runner.Run(ctx, "scancel", jobID); err != nil {
 		return fmt.Errorf("cancel Slurm job %s: %w", jobID, err)
 	}
 	return nil
+}
+
+// maxStopWarning is how long before an element's time limit Slurm sends
+// its harness SIGTERM (#SBATCH --signal), so that it saves its row and
+// removes its containers before the limit kills it.
+const maxStopWarning = 2 * time.Minute
+
+// stopWarning is the warning for a time limit: maxStopWarning, or a
+// quarter of a limit shorter than eight minutes (at least a second).
+func stopWarning(limit string) time.Duration {
+	d, ok := slurmDuration(limit)
+	if !ok || d/4 >= maxStopWarning {
+		return maxStopWarning
+	}
+	return max(d/4, time.Second)
+}
+
+// slurmDuration reads sbatch --time: minutes, MM:SS, HH:MM:SS, D-HH,
+// D-HH:MM or D-HH:MM:SS. It says false for no limit or a form it does not
+// know.
+func slurmDuration(s string) (time.Duration, bool) {
+	days, hasDays := 0, false
+	if d, rest, ok := strings.Cut(s, "-"); ok {
+		n, err := strconv.Atoi(d)
+		if err != nil {
+			return 0, false
+		}
+		days, s, hasDays = n, rest, true
+	}
+	var f []int
+	for _, part := range strings.Split(s, ":") {
+		n, err := strconv.Atoi(part)
+		if err != nil {
+			return 0, false
+		}
+		f = append(f, n)
+	}
+	var h, m, sec int
+	switch {
+	case hasDays && len(f) <= 3: // D-HH[:MM[:SS]]
+		f = append(f, 0, 0)
+		h, m, sec = f[0], f[1], f[2]
+	case len(f) == 1:
+		m = f[0]
+	case len(f) == 2:
+		m, sec = f[0], f[1]
+	case len(f) == 3:
+		h, m, sec = f[0], f[1], f[2]
+	default:
+		return 0, false
+	}
+	d := time.Duration(days)*24*time.Hour + time.Duration(h)*time.Hour + time.Duration(m)*time.Minute + time.Duration(sec)*time.Second
+	return d, d > 0
 }

@@ -196,16 +196,21 @@ func (o *MatrixOptions) follow(ctx context.Context, sl *launch.Slurm, dir string
 	if ctx.Err() == nil {
 		return err
 	}
-	fmt.Fprintf(w, "interrupted: cancelling Slurm job %s\n", job.ID)
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelGrace)
-	defer cancel()
-	if err := sl.Cancel(cctx, job.ID); err != nil {
+	fmt.Fprintf(w, "interrupted: cancelling Slurm job %s; its running elements save their rows and remove their containers\n", job.ID)
+	bg := context.WithoutCancel(ctx)
+	if err := sl.Cancel(bg, job.ID); err != nil {
 		fmt.Fprintf(w, "warning: %v; cancel it yourself with `scancel %s`\n", err, job.ID)
 		return nil
 	}
+	cctx, cancel := context.WithTimeout(bg, cancelGrace)
+	defer cancel()
 	opts.Poll = time.Second
 	if err := sl.Wait(cctx, opts); err != nil {
-		fmt.Fprintf(w, "warning: the elements of Slurm job %s have not all ended: %v\n", job.ID, err)
+		// An element that has not saved by now is stuck: end it.
+		fmt.Fprintf(w, "warning: the elements of Slurm job %s have not all ended: %v; cancelling what is left\n", job.ID, err)
+		if err := sl.Kill(bg, job.ID); err != nil {
+			fmt.Fprintf(w, "warning: %v; cancel it yourself with `scancel %s`\n", err, job.ID)
+		}
 	}
 	return nil
 }

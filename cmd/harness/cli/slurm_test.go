@@ -7,12 +7,16 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/docker/docker/client"
+
 	"github.com/mediated-coevo/harness/benchmarks"
+	"github.com/mediated-coevo/harness/executor/docker"
 	"github.com/mediated-coevo/harness/harness/inspect"
 	"github.com/mediated-coevo/harness/harness/launch"
 	"github.com/mediated-coevo/harness/harness/rundir"
@@ -128,11 +132,18 @@ func TestMatrixOnSlurmMatchesLocal(t *testing.T) {
 	slurmtest.Start(t)
 	cfgDir := slurmConfigDir(t)
 
-	localOut, slurmOut := t.TempDir(), t.TempDir()
-	if r := runCLI(t, engineFactory(), slurmMatrixArgs(cfgDir, localOut, "--launcher", "local")...); r.code != ExitOK {
-		t.Fatalf("local: exit %d\n%s\n%s", r.code, r.out, r.errOut)
-	}
+	// The two matrices are independent: the local one runs while the
+	// Slurm one does, from a task cache of its own so that neither writes
+	// into the other's.
+	localOut, slurmOut, localCfg := t.TempDir(), t.TempDir(), slurmConfigDir(t)
+	localDone := make(chan result, 1)
+	go func() {
+		localDone <- runCLI(t, engineFactory(), slurmMatrixArgs(localCfg, localOut, "--launcher", "local")...)
+	}()
 	r := runCLI(t, slurmFactory(t), slurmMatrixArgs(cfgDir, slurmOut, "--launcher", "slurm")...)
+	if lr := <-localDone; lr.code != ExitOK {
+		t.Fatalf("local: exit %d\n%s\n%s", lr.code, lr.out, lr.errOut)
+	}
 	if r.code != ExitOK {
 		t.Fatalf("slurm: exit %d\n%s\n%s\nelements:\n%s", r.code, r.out, r.errOut, elementOutputs(slurmOut))
 	}
@@ -189,7 +200,7 @@ func TestSlurmMatrixCancelThenResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Slurm cluster and runs containers")
 	}
-	dockerForTest(t)
+	engine := dockerForTest(t)
 	slurmtest.Start(t)
 	cfgDir := slurmConfigDir(t)
 	out := t.TempDir()
@@ -219,6 +230,7 @@ func TestSlurmMatrixCancelThenResume(t *testing.T) {
 	}
 	t.Logf("interrupted matrix:\n%s%s", stdout.String(), stderr.String())
 	dir := onlyMatrix(t, out)
+	checkElementsSaved(t, engine, dir, stdout.String())
 	completed := map[string]bool{}
 	for _, st := range launch.ReadRows(dir, slurmRows) {
 		completed[st.Row] = st.Status == rundir.StatusCompleted
@@ -247,6 +259,12 @@ func TestSlurmMatrixCancelThenResume(t *testing.T) {
 			t.Errorf("the resume submitted row %s, which had completed", row)
 		}
 	}
+	for _, e := range jobs[1].Elements {
+		data, _ := os.ReadFile(filepath.Join(dir, rundir.SlurmOutput(jobs[1].ID, e.Index)))
+		if m := sweptRE.FindSubmatch(data); m != nil {
+			t.Errorf("the resume of row %s had to sweep what the cancelled element left: %s", e.Row, m[0])
+		}
+	}
 	for _, st := range launch.ReadRows(dir, slurmRows) {
 		if st.Status != rundir.StatusCompleted || st.Iterations != 1 {
 			t.Errorf("row %s: %s with %d iterations, want completed with 1", st.Row, st.Status, st.Iterations)
@@ -269,5 +287,35 @@ func TestSlurmMatrixCancelThenResume(t *testing.T) {
 	}
 	if len(rows) != len(slurmRows)*slurmSmokeTasks {
 		t.Errorf("%d metric rows, want %d", len(rows), len(slurmRows)*slurmSmokeTasks)
+	}
+}
+
+// sweptRE is a resume's report of leftovers it removed, some of them.
+var sweptRE = regexp.MustCompile(`removed (\d*[1-9]\d* containers|\d+ containers, \d*[1-9]\d* networks|\d+ containers, \d+ networks and \d*[1-9]\d* volumes)`)
+
+// checkElementsSaved checks that the cancelled elements of a matrix's
+// array ended as the harness's own Ctrl-C ends a run: no element was
+// killed (Slurm's SIGKILL shows as ExitCode=0:9 in the summary), no row's
+// run.json still says running, and none of the matrix's containers is left.
+func checkElementsSaved(t *testing.T, engine *client.Client, dir, summary string) {
+	t.Helper()
+	if strings.Contains(summary, "ExitCode=0:9") {
+		t.Errorf("an element was killed before it could save its row:\n%s", summary)
+	}
+	for _, st := range launch.ReadRows(dir, slurmRows) {
+		if st.Status == rundir.StatusRunning {
+			t.Errorf("row %s still says running after its element ended", st.Row)
+		}
+	}
+	d, err := rundir.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := containersLabelled(t, engine, docker.LabelRun+"="+d.Manifest().ID); len(left) > 0 {
+		names := make([]string, len(left))
+		for i, c := range left {
+			names[i] = strings.Join(c.Names, ",") + " (" + c.State + ")"
+		}
+		t.Errorf("the cancelled elements left %d containers of the matrix: %v", len(left), names)
 	}
 }
