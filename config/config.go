@@ -12,10 +12,12 @@ import (
 
 // Config is the whole resolved configuration of a run or matrix.
 type Config struct {
-	Experiment      Experiment                `toml:"experiment"`
-	Validation      Validation                `toml:"validation"`
-	Reflection      Reflection                `toml:"reflection"`
-	Models          map[conditions.Role]Model `toml:"models"` // by model role
+	Experiment Experiment `toml:"experiment"`
+	Validation Validation `toml:"validation"`
+	Reflection Reflection `toml:"reflection"`
+	// Models are by model role, and by any other key a lab's student
+	// names ([labs.<name>.students.<id>] model).
+	Models          map[conditions.Role]Model `toml:"models"`
 	Labs            map[string]Lab            `toml:"labs"`
 	Budget          Budget                    `toml:"budget"`
 	ExecutorRuntime ExecutorRuntime           `toml:"executor_runtime"`
@@ -137,7 +139,8 @@ type Reflection struct {
 	MinChangedWords int     `toml:"min_changed_words"`
 }
 
-// Model is [models.<role>]: one model endpoint for one role.
+// Model is [models.<key>]: one model endpoint, for the role of that name
+// or, under any other key, for the students that name it.
 type Model struct {
 	Provider    string   `toml:"provider"` // openai | offline
 	BaseURL     string   `toml:"base_url"`
@@ -164,8 +167,15 @@ type Model struct {
 
 // Lab is [labs.<name>]: the Executor side of a lab.
 type Lab struct {
-	Students     int    `toml:"students"`
-	ExecutorMode string `toml:"executor_mode"` // single | hierarchical
+	// Students is a count of alike students or the lab's student tables
+	// ([labs.<name>.students.<id>]); see Students.
+	Students     Students `toml:"students"`
+	ExecutorMode string   `toml:"executor_mode"` // single | hierarchical
+	// Assignment says which student meets which task in which iteration
+	// (AssignRotate, AssignAll). Left out of an encoding when empty, as in
+	// a lab recorded before the key existed, so such a run keeps its
+	// fingerprint; empty means rotate.
+	Assignment string `toml:"assignment,omitempty"`
 	// MaxModelCalls caps the model calls of one agent run (K).
 	MaxModelCalls int `toml:"max_model_calls"`
 	// ConcludeMargin: this many calls before the cap the agent is told to conclude.

@@ -35,9 +35,10 @@ type taskRun struct {
 	prior string
 }
 
-func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task, in *iterationInput) taskOutcome {
-	t := &taskRun{r: r, it: it, task: task, in: in, trialID: rundir.TrialID(it, task.ID), student: r.student(index)}
-	t.row = r.baseRow(it, task.ID, t.trialID, t.student, in.hashes)
+func (r *Run) runTask(ctx context.Context, it int, slot trialSlot, perTask int, in *iterationInput) taskOutcome {
+	task := r.Tasks[slot.task]
+	t := &taskRun{r: r, it: it, task: task, in: in, trialID: slotTrialID(it, task.ID, slot.student.ID, perTask), student: slot.student.ID}
+	t.row = r.baseRow(it, task.ID, t.trialID, slot.student, in.hashes)
 	t.row.HumanNotes = int32(len(in.notes))
 	t.tap = r.trialTap(t.trialID)
 	defer t.tap.Close()

@@ -1,0 +1,104 @@
+package harness
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/mediated-coevo/harness/conditions"
+	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/harness/rundir"
+)
+
+func TestAssignTrialsBalancesStudentsAndTasks(t *testing.T) {
+	roster := config.Lab{Students: config.Students{Count: 3}}.Roster()
+	tests := []struct {
+		mode       string
+		iterations int
+		// perPair is how often each (student, task) pair occurs;
+		// perIteration the trials of one iteration.
+		perPair, perIteration int
+	}{
+		{config.AssignRotate, 3, 1, 3},
+		{config.AssignRotate, 6, 2, 3},
+		{config.AssignAll, 2, 2, 9},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%s-%d", tc.mode, tc.iterations), func(t *testing.T) {
+			pairs := map[string]int{}
+			for it := 1; it <= tc.iterations; it++ {
+				slots := assignTrials(roster, tc.mode, it, 3)
+				if len(slots) != tc.perIteration {
+					t.Errorf("iteration %d has %d trials, want %d", it, len(slots), tc.perIteration)
+				}
+				for _, s := range slots {
+					pairs[fmt.Sprintf("%s/%d", s.student.ID, s.task)]++
+				}
+			}
+			if len(pairs) != 9 {
+				t.Errorf("%d distinct (student, task) pairs, want 9: %v", len(pairs), pairs)
+			}
+			for pair, n := range pairs {
+				if n != tc.perPair {
+					t.Errorf("pair %s occurs %d times, want %d", pair, n, tc.perPair)
+				}
+			}
+		})
+	}
+}
+
+// heteroLab gives the default lab two students on two models, the second
+// one only students name.
+func heteroLab(assignment string) func(*config.Config) {
+	return func(c *config.Config) {
+		m := c.Models[conditions.RoleExecutor]
+		m.Model = "cheap/model"
+		c.Models["cheap"] = m
+		lab := c.Labs[config.DefaultLab]
+		lab.Assignment = assignment
+		lab.Students = config.Students{ByID: map[string]config.Student{"strong": {}, "weak": {Model: "cheap"}}}
+		c.Labs[config.DefaultLab] = lab
+	}
+}
+
+func TestStudentsFollowTheAssignment(t *testing.T) {
+	tests := []struct {
+		mode    string
+		perPair int
+	}{{config.AssignRotate, 1}, {config.AssignAll, 2}}
+	for _, tc := range tests {
+		t.Run(tc.mode, func(t *testing.T) {
+			tr := newTestRun(t, conditions.NoFeedback, conditions.PolicyNone, []string{"a", "b"}, 2, heteroLab(tc.mode))
+			tr.execute(t)
+			rows, err := rundir.ReadMetrics(tr.run.Dir.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantModel := map[string]string{"strong": tr.run.Config.Models[conditions.RoleExecutor].Model, "weak": "cheap/model"}
+			pairs := map[string]int{}
+			trialIDs := map[string]bool{}
+			for _, r := range rows {
+				pairs[r.Student+"/"+r.TaskID]++
+				if r.StudentModel == nil || *r.StudentModel != wantModel[r.Student] {
+					t.Errorf("row %s of student %q has student_model %v, want %q", r.TrialID, r.Student, r.StudentModel, wantModel[r.Student])
+				}
+				if trialIDs[r.TrialID] {
+					t.Errorf("trial id %s is used twice", r.TrialID)
+				}
+				trialIDs[r.TrialID] = true
+			}
+			for _, st := range []string{"strong", "weak"} {
+				for _, task := range []string{"a", "b"} {
+					if n := pairs[st+"/"+task]; n != tc.perPair {
+						t.Errorf("student %s met task %s %d times, want %d (pairs %v)", st, task, n, tc.perPair, pairs)
+					}
+				}
+			}
+			for _, s := range tr.trials.specs {
+				c, err := rundir.ParseCaller(s.Caller)
+				if err != nil || c.Kind != rundir.CallerExecutor || wantModel[c.Student] == "" {
+					t.Errorf("trial %s caller %q does not name a student of the lab (%v)", s.TrialID, s.Caller, err)
+				}
+			}
+		})
+	}
+}
