@@ -1,7 +1,9 @@
 package harness
 
 import (
+	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
@@ -90,4 +92,112 @@ func studentAgents(cfg *config.Config, settings config.Lab, clients *Clients, by
 		}
 	}
 	return out
+}
+
+// executorFamily are the roles a student's model plays: its Executor and,
+// hierarchical, the subagents.
+var executorFamily = []conditions.Role{conditions.RoleExecutor, conditions.RoleCode, conditions.RoleExplore, conditions.RolePlan}
+
+// shareStudents moves, in a row's token estimate, each student's share of
+// the Executor's work to the model it names, so every student's model is
+// priced. Students share a row's trials equally under both assignments.
+func shareStudents(row map[conditions.Role]roleTokens, lab config.Lab) {
+	roster := lab.Roster()
+	share := 1 / float64(len(roster))
+	whole := maps.Clone(row)
+	for _, st := range roster {
+		key := conditions.Role(st.ModelKey)
+		if key == conditions.RoleExecutor {
+			continue
+		}
+		for _, role := range executorFamily {
+			t, ok := whole[role]
+			if !ok {
+				continue
+			}
+			moved := roleTokens{t.in * share, t.out * share}
+			row[role] = roleTokens{row[role].in - moved.in, row[role].out - moved.out}
+			row[key] = roleTokens{row[key].in + moved.in, row[key].out + moved.out}
+		}
+	}
+}
+
+// studentOnlyModels lists, sorted, the keys of an estimate that are models
+// only students name.
+func studentOnlyModels(tokens map[conditions.Role]roleTokens) []conditions.Role {
+	var out []conditions.Role
+	for k := range tokens {
+		if !k.IsModel() {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// sortedModelKeys lists every configured model: the roles, then the
+// models only students name.
+func sortedModelKeys(cfg *config.Config) []conditions.Role {
+	out := conditions.ModelRoles()
+	var extra []conditions.Role
+	for k := range cfg.Models {
+		if !k.IsModel() {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(extra)
+	return append(out, extra...)
+}
+
+// LabPlan is how a lab's students meet the plan's tasks: the declared
+// assignment and each student's model, executor mode and skill.
+type LabPlan struct {
+	Lab        string        `json:"lab"`
+	Assignment string        `json:"assignment"`
+	Students   []StudentPlan `json:"students"`
+}
+
+// StudentPlan is one student of a plan's lab.
+type StudentPlan struct {
+	ID string `json:"id"`
+	// ModelKey is the [models.<key>] entry; Model is provider/model.
+	ModelKey     string `json:"model_key"`
+	Model        string `json:"model"`
+	ExecutorMode string `json:"executor_mode"`
+	OwnSkill     bool   `json:"own_skill"`
+}
+
+// fillStudents records, for each lab the rows use, its assignment and
+// students.
+func (p *Plan) fillStudents(cfg *config.Config) error {
+	p.Students = nil
+	if p.Agent != AgentLab {
+		return nil
+	}
+	var seen []string
+	for _, r := range p.Rows {
+		if slices.Contains(seen, r.Lab) {
+			continue
+		}
+		seen = append(seen, r.Lab)
+		lab, err := cfg.Lab(r.Lab)
+		if err != nil {
+			return err
+		}
+		lp := LabPlan{Lab: r.Lab, Assignment: lab.Assign()}
+		for _, st := range lab.Roster() {
+			m, err := cfg.ModelByKey(st.ModelKey)
+			if err != nil {
+				return fmt.Errorf("lab %s, student %s: %w", r.Lab, st.ID, err)
+			}
+			lp.Students = append(lp.Students, StudentPlan{ID: st.ID, ModelKey: st.ModelKey, Model: modelLabel(m),
+				ExecutorMode: st.ExecutorMode, OwnSkill: st.OwnSkill})
+		}
+		if n := len(lp.Students); n > 1 && lp.Assignment == config.AssignRotate && p.Iterations%n != 0 {
+			p.Notes = append(p.Notes, fmt.Sprintf("lab %s rotates %d students over %d iterations: each student meets each task equally often only over a multiple of %d iterations",
+				r.Lab, n, p.Iterations, n))
+		}
+		p.Students = append(p.Students, lp)
+	}
+	return nil
 }

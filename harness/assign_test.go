@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/mediated-coevo/harness/conditions"
@@ -98,6 +99,49 @@ func TestStudentsFollowTheAssignment(t *testing.T) {
 				if err != nil || c.Kind != rundir.CallerExecutor || wantModel[c.Student] == "" {
 					t.Errorf("trial %s caller %q does not name a student of the lab (%v)", s.TrialID, s.Caller, err)
 				}
+			}
+		})
+	}
+}
+
+func TestPlanRecordsStudentsAndPricesTheirModels(t *testing.T) {
+	tests := []struct {
+		mode      string
+		perTask   int
+		wantNotes bool
+	}{{config.AssignRotate, 1, true}, {config.AssignAll, 2, false}}
+	for _, tc := range tests {
+		t.Run(tc.mode, func(t *testing.T) {
+			cfg := rundirTestConfig(t)
+			heteroLab(tc.mode)(cfg)
+			cheap := cfg.Models["cheap"]
+			cheap.PriceInputPerMTok, cheap.PriceOutputPerMTok = new(100.0), new(100.0)
+			cfg.Models["cheap"] = cheap
+			p, err := BuildRunPlan(cfg, PlanOptions{Tasks: []string{"a", "b"}, Iterations: 3, Condition: conditions.NoFeedback, OutDir: "out"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Trials != 2*tc.perTask*3 {
+				t.Errorf("trials = %d, want tasks x %d x iterations = %d", p.Trials, tc.perTask, 2*tc.perTask*3)
+			}
+			if len(p.Students) != 1 || p.Students[0].Assignment != tc.mode || len(p.Students[0].Students) != 2 ||
+				p.Students[0].Students[1].ModelKey != "cheap" || !strings.HasSuffix(p.Students[0].Students[1].Model, "/cheap/model") {
+				t.Errorf("students = %+v", p.Students)
+			}
+			if p.Models["cheap"] == "" || p.EstimatedTokensByRole["cheap"] <= 0 || p.EstimatedTokensByRole[conditions.RoleExecutor] <= 0 {
+				t.Errorf("models %v, tokens %v: want the executor and the cheap model priced", p.Models, p.EstimatedTokensByRole)
+			}
+			// Half the Executor's work is the weak student's, at 100 $/Mtok.
+			minCost := float64(p.EstimatedTokensByRole["cheap"]) * 100 / 1e6
+			if p.EstimatedCostUSD < minCost {
+				t.Errorf("cost %v does not include the cheap model's %v", p.EstimatedCostUSD, minCost)
+			}
+			rotates := false
+			for _, n := range p.Notes {
+				rotates = rotates || strings.Contains(n, "rotates 2 students over 3 iterations")
+			}
+			if rotates != tc.wantNotes {
+				t.Errorf("notes %q: rotation note %v, want %v", p.Notes, rotates, tc.wantNotes)
 			}
 		})
 	}

@@ -103,8 +103,12 @@ type Plan struct {
 	CostKnown             bool                      `json:"cost_known"`
 	BudgetUSD             float64                   `json:"budget_usd,omitempty"`
 	BudgetTokens          int64                     `json:"budget_tokens,omitempty"`
-	// Models maps each role the plan uses to provider/model.
+	// Models maps each role the plan uses to provider/model, and each
+	// model only students name, by its [models.<key>] key.
 	Models map[conditions.Role]string `json:"models"`
+	// Students says, per lab of the rows, which student meets which task
+	// (the assignment) and on which model; lab agents only.
+	Students []LabPlan `json:"students,omitempty"`
 	// Images are the task ids whose images are built, or reused when their
 	// build context is unchanged.
 	Images []string `json:"images"`
@@ -550,7 +554,10 @@ func resumeSkips(what string, m rundir.Manifest, iterations int) []string {
 // estimate fills the trial count, the models in use, and the token and
 // cost estimate, and refuses a dollar budget with an unpriced model.
 func (p *Plan) estimate(cfg *config.Config) error {
-	p.Trials = len(p.Rows) * len(p.Tasks) * p.Iterations
+	if err := p.fillStudents(cfg); err != nil {
+		return err
+	}
+	p.Trials = 0
 	if p.done != nil {
 		p.RemainingTrials = new(int)
 	}
@@ -561,7 +568,8 @@ func (p *Plan) estimate(cfg *config.Config) error {
 			return err
 		}
 		done := p.done[r.Name]
-		remaining := len(p.Tasks) * max(p.Iterations-done, 0)
+		p.Trials += len(p.Tasks) * trialsPerTask(lab) * p.Iterations
+		remaining := len(p.Tasks) * trialsPerTask(lab) * max(p.Iterations-done, 0)
 		if p.RemainingTrials != nil {
 			*p.RemainingTrials += remaining
 		}
@@ -571,20 +579,25 @@ func (p *Plan) estimate(cfg *config.Config) error {
 		p.EvaluationTrials += eval
 		validation := p.expectedValidation(cfg, r, remaining)
 		p.ValidationTrials += validation
-		p.rowTokens(tokens, cfg, lab, r, done, remaining, eval, validation)
+		row := map[conditions.Role]roleTokens{}
+		p.rowTokens(row, cfg, lab, r, done, remaining, eval, validation)
+		if p.Agent == AgentLab {
+			shareStudents(row, lab)
+		}
+		addTokens(tokens, row, 1)
 	}
 
 	p.Models = map[conditions.Role]string{}
 	p.EstimatedTokensByRole = map[conditions.Role]int64{}
 	p.CostKnown = true
 	var unpriced []string
-	for _, role := range conditions.ModelRoles() {
+	for _, role := range append(conditions.ModelRoles(), studentOnlyModels(tokens)...) {
 		t := tokens[role]
 		in, out := int64(t.in+0.5), int64(t.out+0.5)
 		if in+out == 0 {
 			continue
 		}
-		m, err := cfg.Model(role)
+		m, err := cfg.ModelByKey(string(role))
 		if err != nil {
 			return err
 		}
@@ -696,7 +709,7 @@ func (p *Plan) rowTokens(tokens map[conditions.Role]roleTokens, cfg *config.Conf
 		addTokens(tokens, per.work, float64(eval))
 		return
 	}
-	calls := rowCalls(cfg, lab, r, p.Agent, len(p.Tasks), done, p.Iterations)
+	calls := rowCalls(cfg, lab, r, p.Agent, len(p.Tasks)*trialsPerTask(lab), done, p.Iterations)
 	trialCalls(calls, lab, p.Agent, int64(eval+validation))
 	for role, n := range calls {
 		addTokens(tokens, map[conditions.Role]roleTokens{role: {EstInputTokensPerCall, EstOutputTokensPerCall}}, float64(n))
@@ -711,8 +724,8 @@ func (p *Plan) checkPrices(cfg *config.Config) error {
 	// Every configured role is checked, not only those the estimate
 	// expects to call: a budget must never meet a call it cannot price.
 	var missing []string
-	for _, role := range conditions.ModelRoles() {
-		m, err := cfg.Model(role)
+	for _, role := range sortedModelKeys(cfg) {
+		m, err := cfg.ModelByKey(string(role))
 		if err != nil || m.Provider == config.ProviderOffline {
 			continue
 		}
