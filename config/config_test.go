@@ -620,7 +620,7 @@ func TestWriteResolvedRoundTrips(t *testing.T) {
 	c.Models["cheap"] = c.Models[conditions.RoleExecutor]
 	het := c.Labs["mine"]
 	het.Assignment = AssignAll
-	het.Students = Students{ByID: map[string]Student{"strong": {OwnSkill: true},
+	het.Students = Students{ByID: map[string]Student{"strong": {},
 		"weak-1": {Model: "cheap", ExecutorMode: ModeHierarchical}}}
 	c.Labs["het"] = het
 	meta := RunMeta{Args: []string{"run", "--tasks", "a,b"}, Version: "v1.2.3", GitCommit: "abc123",

@@ -15,7 +15,7 @@ price_output_per_mtok = 0.2
 [labs.het]
 assignment = "all"
 [labs.het.students.strong]
-own_skill = true
+own_skill = false
 [labs.het.students.weak]
 model = "cheap"
 executor_mode = "hierarchical"
@@ -33,7 +33,7 @@ func TestLoadStudentTables(t *testing.T) {
 	}
 	got := lab.Roster()
 	want := []LabStudent{
-		{ID: "strong", ModelKey: "executor", ExecutorMode: ModeSingle, OwnSkill: true},
+		{ID: "strong", ModelKey: "executor", ExecutorMode: ModeSingle},
 		{ID: "weak", ModelKey: "cheap", ExecutorMode: ModeHierarchical},
 	}
 	if len(got) != len(want) {
@@ -74,6 +74,7 @@ func TestLoadRejectsBadStudents(t *testing.T) {
 		{"unknown student key", "[labs.x.students.a]\nmodle = \"cheap\"\n", "labs.x.students.a.modle", `did you mean "model"`},
 		{"students of the wrong type", "[labs.x]\nstudents = \"two\"\n", "labs.x.students", "number of students or [labs.x.students.<id>] tables"},
 		{"no students", "[labs.x]\nstudents = 0\n", "labs.x.students", "at least 1"},
+		{"own skill", "[labs.x.students.a]\nown_skill = true\n", "labs.x.students.a.own_skill", "not supported yet"},
 		{"model named by nobody", "[models.cheap]\nmodel = \"y\"\n", "models.cheap", "named by a student"},
 	}
 	for _, tc := range tests {

@@ -557,34 +557,9 @@ func (p *Plan) estimate(cfg *config.Config) error {
 	if err := p.fillStudents(cfg); err != nil {
 		return err
 	}
-	p.Trials = 0
-	if p.done != nil {
-		p.RemainingTrials = new(int)
-	}
-	tokens := map[conditions.Role]roleTokens{}
-	for _, r := range p.Rows {
-		lab, err := cfg.Lab(r.Lab)
-		if err != nil {
-			return err
-		}
-		done := p.done[r.Name]
-		p.Trials += len(p.Tasks) * trialsPerTask(lab) * p.Iterations
-		remaining := len(p.Tasks) * trialsPerTask(lab) * max(p.Iterations-done, 0)
-		if p.RemainingTrials != nil {
-			*p.RemainingTrials += remaining
-		}
-		// Held-out evaluation: the initial and final skills, EvalTrials
-		// trials of each held-out task.
-		eval := evalCheckpoints * len(p.HeldOutTasks) * p.EvalTrials
-		p.EvaluationTrials += eval
-		validation := p.expectedValidation(cfg, r, remaining)
-		p.ValidationTrials += validation
-		row := map[conditions.Role]roleTokens{}
-		p.rowTokens(row, cfg, lab, r, done, remaining, eval, validation)
-		if p.Agent == AgentLab {
-			shareStudents(row, lab)
-		}
-		addTokens(tokens, row, 1)
+	tokens, err := p.countTrials(cfg)
+	if err != nil {
+		return err
 	}
 
 	p.Models = map[conditions.Role]string{}
@@ -636,6 +611,44 @@ func (p *Plan) estimate(cfg *config.Config) error {
 	p.Notes = append(p.Notes, fmt.Sprintf("estimates are an upper bound: every agent uses its whole call budget at about %d input and %d output tokens per call, and every batch of proposals reaches the validation gate; --estimate-from an earlier run measures them instead",
 		EstInputTokensPerCall, EstOutputTokensPerCall))
 	return nil
+}
+
+// countTrials counts the plan's trials (each row's tasks times the trials
+// its lab's assignment gives each task, times the iterations), the
+// evaluation and expected validation trials, and estimates their tokens by
+// model: by role, with each student's share of the Executor's work under
+// the model it names.
+func (p *Plan) countTrials(cfg *config.Config) (map[conditions.Role]roleTokens, error) {
+	p.Trials = 0
+	if p.done != nil {
+		p.RemainingTrials = new(int)
+	}
+	tokens := map[conditions.Role]roleTokens{}
+	for _, r := range p.Rows {
+		lab, err := cfg.Lab(r.Lab)
+		if err != nil {
+			return nil, err
+		}
+		done := p.done[r.Name]
+		p.Trials += len(p.Tasks) * trialsPerTask(lab) * p.Iterations
+		remaining := len(p.Tasks) * trialsPerTask(lab) * max(p.Iterations-done, 0)
+		if p.RemainingTrials != nil {
+			*p.RemainingTrials += remaining
+		}
+		// Held-out evaluation: the initial and final skills, EvalTrials
+		// trials of each held-out task.
+		eval := evalCheckpoints * len(p.HeldOutTasks) * p.EvalTrials
+		p.EvaluationTrials += eval
+		validation := p.expectedValidation(cfg, r, remaining)
+		p.ValidationTrials += validation
+		row := map[conditions.Role]roleTokens{}
+		p.rowTokens(row, cfg, lab, r, done, remaining, eval, validation)
+		if p.Agent == AgentLab {
+			shareStudents(row, lab)
+		}
+		addTokens(tokens, row, 1)
+	}
+	return tokens, nil
 }
 
 func pluralHas(n int) string {
