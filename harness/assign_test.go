@@ -64,11 +64,19 @@ func heteroLab(assignment string) func(*config.Config) {
 func TestStudentsFollowTheAssignment(t *testing.T) {
 	tests := []struct {
 		mode    string
+		cond    conditions.Condition
+		pol     conditions.Policy
 		perPair int
-	}{{config.AssignRotate, 1}, {config.AssignAll, 2}}
+	}{
+		{config.AssignRotate, conditions.NoFeedback, conditions.PolicyNone, 1},
+		{config.AssignAll, conditions.NoFeedback, conditions.PolicyNone, 2},
+		// With feedback and every skill evolving, several trials of one
+		// task in an iteration keep their records apart.
+		{config.AssignAll, conditions.LearnedMediator, conditions.PolicyAll, 2},
+	}
 	for _, tc := range tests {
-		t.Run(tc.mode, func(t *testing.T) {
-			tr := newTestRun(t, conditions.NoFeedback, conditions.PolicyNone, []string{"a", "b"}, 2, heteroLab(tc.mode))
+		t.Run(tc.mode+"-"+string(tc.cond), func(t *testing.T) {
+			tr := newTestRun(t, tc.cond, tc.pol, []string{"a", "b"}, 2, heteroLab(tc.mode))
 			tr.execute(t)
 			rows, err := rundir.ReadMetrics(tr.run.Dir.Path)
 			if err != nil {
