@@ -106,6 +106,7 @@ func (m Model) clone() Model {
 	m.PriceInputPerMTok = clonePtr(m.PriceInputPerMTok)
 	m.PriceOutputPerMTok = clonePtr(m.PriceOutputPerMTok)
 	m.PriceCachedInputPerMTok = clonePtr(m.PriceCachedInputPerMTok)
+	m.OfflineDiligence = clonePtr(m.OfflineDiligence)
 	return m
 }
 

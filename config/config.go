@@ -163,6 +163,12 @@ type Model struct {
 	// MaxConnections caps the calls in flight at once to this model at this
 	// endpoint, across every role and row sharing it; 0 means no cap.
 	MaxConnections int `toml:"max_connections,omitzero"`
+	// OfflineDiligence is this model's behaviour profile under the offline
+	// provider: the share of trials its offline Executor writes the task's
+	// outputs without advice that tells it to. nil means the player's
+	// default (0.35). Left out of an encoding when nil, so a run recorded
+	// before the key existed keeps its fingerprint.
+	OfflineDiligence *float64 `toml:"offline_diligence,omitempty"`
 }
 
 // Lab is [labs.<name>]: the Executor side of a lab.

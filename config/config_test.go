@@ -105,7 +105,7 @@ func TestDefaultFileDefinesEveryKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	optional := map[string]bool{"top_p": true, "seed": true, "price_cached_input_per_mtok": true, "max_connections": true}
+	optional := map[string]bool{"top_p": true, "seed": true, "price_cached_input_per_mtok": true, "max_connections": true, "offline_diligence": true}
 	root := fileSchema()
 	var walk func(n *schemaNode, k toml.Key)
 	walk = func(n *schemaNode, k toml.Key) {

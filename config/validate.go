@@ -271,6 +271,9 @@ func validateModel(ck *checker, role conditions.Role, m Model) {
 		ck.notNegative(k("price_cached_input_per_mtok"), *m.PriceCachedInputPerMTok)
 	}
 	ck.atLeast(k("max_connections"), int64(m.MaxConnections), 0)
+	if d := m.OfflineDiligence; d != nil && (*d < 0 || *d > 1 || math.IsNaN(*d)) {
+		ck.add(k("offline_diligence"), "must be a share in [0, 1] (got %v)", *d)
+	}
 }
 
 func (c *Config) validateLabs(ck *checker) {

@@ -75,11 +75,14 @@ func studentAgents(cfg *config.Config, settings config.Lab, clients *Clients, by
 		s := settings
 		s.ExecutorMode = st.ExecutorMode
 		roles, win, outCap := maps.Clone(byRole), maps.Clone(window), maps.Clone(maxOut)
+		m, err := cfg.ModelByKey(st.ModelKey)
+		if err != nil {
+			continue // validation refuses a student naming no model
+		}
 		if st.ModelKey != string(conditions.RoleExecutor) {
-			m, err := cfg.ModelByKey(st.ModelKey)
 			cl := clients.ForModel(st.ModelKey)
-			if err != nil || cl == nil {
-				continue // validation refuses a student naming no model
+			if cl == nil {
+				continue
 			}
 			for role := range roles {
 				roles[role], win[role], outCap[role] = cl, m.ContextTokens, m.MaxTokens
@@ -88,6 +91,7 @@ func studentAgents(cfg *config.Config, settings config.Lab, clients *Clients, by
 		out[st.ID] = func() *lab.Agent {
 			a := lab.NewAgent(s, roles)
 			a.ContextTokens, a.MaxOutputTokens = win, outCap
+			a.OfflineDiligence = m.OfflineDiligence
 			return a
 		}
 	}

@@ -244,6 +244,10 @@ func agentFactory(cfg *config.Config, kind, labID string, clients *Clients) (Age
 			}
 		}
 		students := studentAgents(cfg, settings, clients, byRole, window, maxOut)
+		var diligence *float64
+		if m, err := cfg.Model(conditions.RoleExecutor); err == nil {
+			diligence = m.OfflineDiligence
+		}
 		return func(student string) executor.Agent {
 			if a, ok := students[student]; ok {
 				return a()
@@ -251,6 +255,7 @@ func agentFactory(cfg *config.Config, kind, labID string, clients *Clients) (Age
 			a := lab.NewAgent(settings, byRole)
 			a.ContextTokens = window
 			a.MaxOutputTokens = maxOut
+			a.OfflineDiligence = diligence
 			return a
 		}, nil
 	}
