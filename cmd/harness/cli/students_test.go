@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -53,6 +55,31 @@ func TestStudentsOnTwoModelsReachTheEndpoint(t *testing.T) {
 	}
 	if len(rows) != 4 || pairs["strong/leak-marker"] != 2 || pairs["weak/leak-marker"] != 2 {
 		t.Errorf("%d rows, (student, task) pairs %v; want each student twice", len(rows), pairs)
+	}
+
+	// The run's students compare as rows of their own.
+	cmp := runCLI(t, nil, "inspect", runs[0], "--compare", "--by", "student", "--json")
+	if cmp.code != ExitOK {
+		t.Fatalf("inspect --compare --by student: exit %d\n%s%s", cmp.code, cmp.out, cmp.errOut)
+	}
+	var got struct {
+		Rows []struct {
+			Row string `json:"row"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(cmp.out), &got); err != nil {
+		t.Fatalf("inspect JSON: %v\n%s", err, cmp.out)
+	}
+	var names []string
+	for _, r := range got.Rows {
+		names = append(names, r.Row)
+	}
+	slices.Sort(names)
+	if len(names) != 2 || !strings.HasSuffix(names[0], "/strong") || !strings.HasSuffix(names[1], "/weak") {
+		t.Errorf("compared rows %v, want the run's row once per student", names)
+	}
+	if bad := runCLI(t, nil, "inspect", runs[0], "--compare", "--by", "model"); bad.code != ExitUsage {
+		t.Errorf("--by model: exit %d, want a usage error", bad.code)
 	}
 }
 
