@@ -27,6 +27,17 @@ func (c *Config) Model(role conditions.Role) (Model, error) {
 	return m.clone(), nil
 }
 
+// ModelByKey returns the [models.<key>] entry of any key, a role's or one a
+// student names (a copy).
+func (c *Config) ModelByKey(key string) (Model, error) {
+	m, ok := c.Models[conditions.Role(key)]
+	if !ok {
+		return Model{}, &Error{Key: "models." + key,
+			Msg: fmt.Sprintf("no [models.%s] in the configuration (known: %s)", key, joinKeys(c.Models))}
+	}
+	return m.clone(), nil
+}
+
 // Lab returns the named lab (a copy); "" means DefaultLab.
 func (c *Config) Lab(name string) (Lab, error) {
 	if name == "" {
@@ -101,11 +112,13 @@ func (m Model) clone() Model {
 	m.PriceInputPerMTok = clonePtr(m.PriceInputPerMTok)
 	m.PriceOutputPerMTok = clonePtr(m.PriceOutputPerMTok)
 	m.PriceCachedInputPerMTok = clonePtr(m.PriceCachedInputPerMTok)
+	m.OfflineDiligence = clonePtr(m.OfflineDiligence)
 	return m
 }
 
 func (l Lab) clone() Lab {
 	l.TaskSkillDirs = slices.Clone(l.TaskSkillDirs)
+	l.Students = l.Students.clone()
 	return l
 }
 

@@ -13,10 +13,12 @@ import (
 
 // Config is the whole resolved configuration of a run or matrix.
 type Config struct {
-	Experiment      Experiment                `toml:"experiment"`
-	Validation      Validation                `toml:"validation"`
-	Reflection      Reflection                `toml:"reflection"`
-	Models          map[conditions.Role]Model `toml:"models"` // by model role
+	Experiment Experiment `toml:"experiment"`
+	Validation Validation `toml:"validation"`
+	Reflection Reflection `toml:"reflection"`
+	// Models are by model role, and by any other key a lab's student
+	// names ([labs.<name>.students.<id>] model).
+	Models          map[conditions.Role]Model `toml:"models"`
 	Labs            map[string]Lab            `toml:"labs"`
 	Budget          Budget                    `toml:"budget"`
 	ExecutorRuntime ExecutorRuntime           `toml:"executor_runtime"`
@@ -151,7 +153,8 @@ type Reflection struct {
 	MinChangedWords int     `toml:"min_changed_words"`
 }
 
-// Model is [models.<role>]: one model endpoint for one role.
+// Model is [models.<key>]: one model endpoint, for the role of that name
+// or, under any other key, for the students that name it.
 type Model struct {
 	Provider    string   `toml:"provider"` // openai | offline
 	BaseURL     string   `toml:"base_url"`
@@ -174,12 +177,25 @@ type Model struct {
 	// MaxConnections caps the calls in flight at once to this model at this
 	// endpoint, across every role and row sharing it; 0 means no cap.
 	MaxConnections int `toml:"max_connections,omitzero"`
+	// OfflineDiligence is this model's behaviour profile under the offline
+	// provider: the share of trials its offline Executor writes the task's
+	// outputs without advice that tells it to. nil means the player's
+	// default (0.35). Left out of an encoding when nil, so a run recorded
+	// before the key existed keeps its fingerprint.
+	OfflineDiligence *float64 `toml:"offline_diligence,omitempty"`
 }
 
 // Lab is [labs.<name>]: the Executor side of a lab.
 type Lab struct {
-	Students     int    `toml:"students"`
-	ExecutorMode string `toml:"executor_mode"` // single | hierarchical
+	// Students is a count of alike students or the lab's student tables
+	// ([labs.<name>.students.<id>]); see Students.
+	Students     Students `toml:"students"`
+	ExecutorMode string   `toml:"executor_mode"` // single | hierarchical
+	// Assignment says which student meets which task in which iteration
+	// (AssignRotate, AssignAll). Left out of an encoding when empty, as in
+	// a lab recorded before the key existed, so such a run keeps its
+	// fingerprint; empty means rotate.
+	Assignment string `toml:"assignment,omitempty"`
 	// MaxModelCalls caps the model calls of one agent run (K).
 	MaxModelCalls int `toml:"max_model_calls"`
 	// ConcludeMargin: this many calls before the cap the agent is told to conclude.

@@ -105,16 +105,34 @@ func TestDefaultFileDefinesEveryKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	optional := map[string]bool{"top_p": true, "seed": true, "price_cached_input_per_mtok": true, "max_connections": true}
+	optional := map[string]bool{"top_p": true, "seed": true, "price_cached_input_per_mtok": true, "max_connections": true, "offline_diligence": true}
 	root := fileSchema()
 	var walk func(n *schemaNode, k toml.Key)
 	walk = func(n *schemaNode, k toml.Key) {
 		switch {
+		case n.orLeaf != nil:
+			// A lab's students: the count is set, the tables are shown,
+			// with every key, in a comment.
+			if !md.IsDefined(k...) {
+				t.Errorf("default.toml does not set %s", k)
+			}
+			if !bytes.Contains(DefaultFile(), []byte("# [labs.<name>.students.<id>]")) {
+				t.Errorf("student tables of %s are not shown in a comment", k)
+			}
+			for _, name := range n.elem.names {
+				if !bytes.Contains(DefaultFile(), []byte("#   "+name+" = ")) {
+					t.Errorf("key %s of %s is not shown in a comment", name, k)
+				}
+			}
+		case len(k) == 1 && k[0] == "models":
+			for _, role := range conditions.ModelRoles() {
+				walk(n.elem, append(slices.Clone(k), string(role)))
+			}
 		case n.leaf != nil:
 			if md.IsDefined(k...) {
 				return
 			}
-			if len(k) == 3 && k[0] == "models" && optional[k[2]] {
+			if (len(k) == 3 && k[0] == "models" && optional[k[2]]) || (len(k) == 3 && k[0] == "labs" && k[2] == "assignment") {
 				if !bytes.Contains(DefaultFile(), []byte("# "+k[2]+" = ")) {
 					t.Errorf("optional key %s is not shown in a comment", k)
 				}
@@ -253,10 +271,10 @@ func TestLoadLayering(t *testing.T) {
 			name: "a new lab sees the file's changes to the default lab",
 			body: "[labs.mine]\ncode_quota = 7\n[labs.default]\nstudents = 2\n",
 			check: func(t *testing.T, c *Config) {
-				if l := c.Labs["mine"]; l.Students != 2 || l.CodeQuota != 7 {
+				if l := c.Labs["mine"]; l.Students.Count != 2 || l.CodeQuota != 7 {
 					t.Errorf("labs.mine = %+v, want students 2 and code_quota 7", l)
 				}
-				if c.Labs["hierarchical"].Students != 1 {
+				if c.Labs["hierarchical"].Students.Count != 1 {
 					t.Error("an existing lab took the default lab's change")
 				}
 			},
@@ -457,7 +475,7 @@ func TestValidateRanges(t *testing.T) {
 		{"missing role", func(c *Config) { delete(c.Models, conditions.RoleCompactor) }, "models.compactor"},
 		{"missing default lab", func(c *Config) { delete(c.Labs, DefaultLab) }, "labs.default"},
 		{"executor_mode", func(c *Config) { setLab(c, DefaultLab, func(l *Lab) { l.ExecutorMode = "swarm" }) }, "labs.default.executor_mode"},
-		{"students 0", func(c *Config) { setLab(c, DefaultLab, func(l *Lab) { l.Students = 0 }) }, "labs.default.students"},
+		{"students 0", func(c *Config) { setLab(c, DefaultLab, func(l *Lab) { l.Students = Students{} }) }, "labs.default.students"},
 		{"conclude margin too big", func(c *Config) { setLab(c, DefaultLab, func(l *Lab) { l.ConcludeMargin = 30 }) }, "labs.default.conclude_margin"},
 		{"relative task skill dir", func(c *Config) { setLab(c, DefaultLab, func(l *Lab) { l.TaskSkillDirs = []string{"skills"} }) }, "labs.default.task_skill_dirs"},
 		{"launcher kind", func(c *Config) { c.Launcher.Kind = "pbs" }, "launcher.kind"},
@@ -602,8 +620,16 @@ func TestWriteResolvedRoundTrips(t *testing.T) {
 	setModel(c, conditions.RoleCode, func(m *Model) { m.Temperature, m.PriceInputPerMTok = nil, nil })
 	// A lab not in the defaults, written whole: a standalone file does not
 	// fill labs from the default lab.
-	c.Labs["mine"] = Lab{Students: 2, ExecutorMode: ModeSingle, MaxModelCalls: 5, ConcludeMargin: 1,
+	c.Labs["mine"] = Lab{Students: Students{Count: 2}, ExecutorMode: ModeSingle, MaxModelCalls: 5, ConcludeMargin: 1,
 		SubagentMaxCalls: 3, CommandTimeout: Duration{time.Minute}, OutputCapBytes: 10, TaskSkillDirs: []string{}}
+	// Student tables, a model only a student names, and an assignment
+	// round-trip too.
+	c.Models["cheap"] = c.Models[conditions.RoleExecutor]
+	het := c.Labs["mine"]
+	het.Assignment = AssignAll
+	het.Students = Students{ByID: map[string]Student{"strong": {},
+		"weak-1": {Model: "cheap", ExecutorMode: ModeHierarchical}}}
+	c.Labs["het"] = het
 	meta := RunMeta{Args: []string{"run", "--tasks", "a,b"}, Version: "v1.2.3", GitCommit: "abc123",
 		Offline: true, Extra: map[string]string{"row": "full_coevolution"}}
 

@@ -26,7 +26,12 @@ type schemaNode struct {
 	elem   *schemaNode            // map tables: the shape of every entry
 	items  *schemaNode            // arrays of tables: the shape of every table
 	keys   []string               // allowed map keys; nil means any
+	// orLeaf, on a map table, is the type of the plain value that may
+	// stand in its place (a lab's students: a count, or the tables).
+	orLeaf reflect.Type
 }
+
+var studentsType = reflect.TypeFor[Students]()
 
 var durationType = reflect.TypeFor[Duration]()
 
@@ -45,6 +50,8 @@ func buildSchema(t reflect.Type) *schemaNode {
 	switch {
 	case t == durationType:
 		return &schemaNode{leaf: t}
+	case t == studentsType:
+		return &schemaNode{elem: buildSchema(reflect.TypeFor[Student]()), orLeaf: reflect.TypeFor[int]()}
 	case t.Kind() == reflect.Struct:
 		n := &schemaNode{fields: map[string]*schemaNode{}}
 		for i := range t.NumField() {
@@ -89,6 +96,10 @@ func (n *schemaNode) child(p string) (*schemaNode, bool) {
 // decoded file: an unknown key or a value of the wrong type.
 func checkKeys(md toml.MetaData, raw map[string]any, file string, lines map[string]int) *Error {
 	root := fileSchema()
+	// Besides the roles, [models.<key>] takes the models this file's
+	// students name.
+	models := root.fields["models"]
+	models.keys = append(models.keys, studentModelsIn(raw)...)
 	for _, k := range md.Keys() {
 		node := root
 		for i, p := range k {
@@ -114,8 +125,15 @@ func checkKeys(md toml.MetaData, raw map[string]any, file string, lines map[stri
 			continue
 		}
 		if node.leaf == nil {
-			if _, ok := v.(map[string]any); !ok {
+			if _, ok := v.(map[string]any); ok {
+				continue
+			}
+			if node.orLeaf == nil {
 				return typeError(file, lines, k, nil, v)
+			}
+			if msg := checkValue(node.orLeaf, v); msg != "" {
+				return &Error{File: file, Line: lineOf(lines, k), Key: k.String(),
+					Msg: k.String() + " must be a number of students or [" + k.String() + ".<id>] tables, not " + describeValue(v)}
 			}
 			continue
 		}
@@ -142,7 +160,7 @@ func unknownKey(file string, lines map[string]int, k toml.Key, parent *schemaNod
 	case s != "":
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 	case parent.keys != nil:
-		msg += fmt.Sprintf(" (model roles are %s)", strings.Join(known, ", "))
+		msg += fmt.Sprintf(" (model roles are %s; a model of another name must be named by a student of the same file: [labs.<name>.students.<id>] model)", strings.Join(known, ", "))
 	case len(known) > 0:
 		msg += fmt.Sprintf(" (known keys here: %s)", strings.Join(known, ", "))
 	}

@@ -190,8 +190,13 @@ func decodeModels(c *Config, layer *fileLayer, lmd toml.MetaData, file string, l
 	if len(layer.Models) > 0 && c.Models == nil {
 		c.Models = map[conditions.Role]Model{}
 	}
-	for _, role := range sortedKeys(layer.Models) {
-		old := c.Models[conditions.Role(role)]
+	for _, role := range modelKeyOrder(layer.Models) {
+		old, ok := c.Models[conditions.Role(role)]
+		if !ok && inherit && !conditions.Role(role).IsModel() {
+			// A model only students name starts from the executor's, so
+			// it needs only the keys that differ.
+			old = c.Models[conditions.RoleExecutor]
+		}
 		m := old.clone()
 		if err := lmd.PrimitiveDecode(layer.Models[role], &m); err != nil {
 			return decodeError(file, err)

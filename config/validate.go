@@ -204,9 +204,23 @@ func (c *Config) validateReflection(ck *checker) {
 }
 
 func (c *Config) validateModels(ck *checker) {
+	named := c.studentModels()
 	for _, role := range sortedKeys(c.Models) {
-		if !role.IsModel() {
-			ck.add(key("models", string(role)), "is not a model role (roles: %s)", strings.Join(conditions.RoleNames(conditions.ModelRoles()), ", "))
+		switch {
+		case role.IsModel():
+		case slices.Contains(named, string(role)):
+			validateModel(ck, role, c.Models[role])
+		default:
+			roles := conditions.RoleNames(conditions.ModelRoles())
+			hint := ""
+			switch s := suggest(string(role), roles); {
+			case s != "" && strings.EqualFold(s, string(role)):
+				hint = fmt.Sprintf(" (keys are lower case: did you mean %q?)", s)
+			case s != "":
+				hint = fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			ck.add(key("models", string(role)), "is neither a model role (roles: %s) nor a model a lab's student names ([labs.<name>.students.<id>] model = %q)%s; fix the name or name it from a student",
+				strings.Join(roles, ", "), role, hint)
 		}
 	}
 	for _, role := range conditions.ModelRoles() {
@@ -258,6 +272,9 @@ func validateModel(ck *checker, role conditions.Role, m Model) {
 		ck.notNegative(k("price_cached_input_per_mtok"), *m.PriceCachedInputPerMTok)
 	}
 	ck.atLeast(k("max_connections"), int64(m.MaxConnections), 0)
+	if d := m.OfflineDiligence; d != nil && (*d < 0 || *d > 1 || math.IsNaN(*d)) {
+		ck.add(k("offline_diligence"), "must be a share in [0, 1] (got %v)", *d)
+	}
 }
 
 func (c *Config) validateLabs(ck *checker) {
@@ -270,7 +287,7 @@ func (c *Config) validateLabs(ck *checker) {
 		if !labNameRE.MatchString(name) {
 			ck.add(key("labs", name), "has an invalid name: use letters, digits, '-' and '_'")
 		}
-		ck.atLeast(k("students"), int64(l.Students), 1)
+		c.validateStudents(ck, name, l)
 		ck.oneOf(k("executor_mode"), l.ExecutorMode, executorModes)
 		ck.atLeast(k("max_model_calls"), int64(l.MaxModelCalls), 1)
 		if l.ConcludeMargin < 0 || (l.MaxModelCalls >= 1 && l.ConcludeMargin >= l.MaxModelCalls) {

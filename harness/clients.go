@@ -10,7 +10,10 @@ import (
 
 // Clients holds one model client per role, all charging one ledger.
 type Clients struct {
-	byRole  map[conditions.Role]*llm.Client
+	byRole map[conditions.Role]*llm.Client
+	// byModel holds a client for each model only students name
+	// ([models.<key>] with a key that is no role), charged as the Executor.
+	byModel map[string]*llm.Client
 	offline bool
 }
 
@@ -41,7 +44,41 @@ func NewClients(cfg *config.Config, ledger *llm.Ledger, seed int64, providers Pr
 		c.byRole[role] = &llm.Client{Provider: p, Ledger: ledger, Role: string(role), Model: m.RecordedName(role), Recorder: calls,
 			Redactor: redactor, Gate: gate}
 	}
-	return c, nil
+	return c, c.addStudentModels(cfg, ledger, seed, providers, calls, conns)
+}
+
+// addStudentModels builds a client for every model only a student names:
+// each student's Executor calls its own model, on its own provider.
+func (c *Clients) addStudentModels(cfg *config.Config, ledger *llm.Ledger, seed int64, providers ProviderFunc, calls llm.CallRecorder, conns *llm.Connections) error {
+	c.byModel = map[string]*llm.Client{}
+	for key, m := range cfg.Models {
+		if key.IsModel() {
+			continue
+		}
+		p, err := providers(m, seed)
+		if err != nil {
+			return fmt.Errorf("model %s of a student: %w", key, err)
+		}
+		if !p.Offline() {
+			c.offline = false
+		}
+		gate, err := conns.For(string(key), m)
+		if err != nil {
+			return err
+		}
+		c.byModel[string(key)] = &llm.Client{Provider: p, Ledger: ledger, Role: string(conditions.RoleExecutor), Model: m.RecordedName(conditions.Role(key)),
+			Recorder: calls, Redactor: cfg.Redactor(), Gate: gate}
+	}
+	return nil
+}
+
+// ForModel returns the client of a [models.<key>] entry: a role's, or a
+// model only students name; nil when there is none.
+func (c *Clients) ForModel(key string) *llm.Client {
+	if cl, ok := c.byModel[key]; ok {
+		return cl
+	}
+	return c.byRole[conditions.Role(key)]
 }
 
 // Get returns the client of a role; every configured role has one.

@@ -122,8 +122,12 @@ func (r *Run) evalCheckpoint(ctx context.Context, cp checkpoint) ([]rundir.Metri
 // and a seed of its own among the checkpoint's k trials.
 func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Task, k int) (rundir.MetricRow, error) {
 	trialID := rundir.EvalTrialID(cp.iteration, k, task.ID)
-	student := r.student(k - 1)
-	row := r.baseRow(cp.iteration, task.ID, trialID, student, cp.hashes)
+	// The k trials of a held-out task go round the students.
+	lab, _ := r.Config.Lab(r.Spec.Lab)
+	roster := lab.Roster()
+	st := roster[(k-1)%len(roster)]
+	student := st.ID
+	row := r.baseRow(cp.iteration, task.ID, trialID, st, cp.hashes)
 	row.Phase, row.CheckpointIteration = rundir.PhaseEval, new(int32(cp.iteration))
 	tap := r.trialTap(trialID)
 	defer tap.Close()

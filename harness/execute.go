@@ -247,10 +247,19 @@ func agentFactory(cfg *config.Config, kind, labID string, clients *Clients) (Age
 				maxOut[role] = m.MaxTokens
 			}
 		}
-		return func(string) executor.Agent {
+		students := studentAgents(cfg, settings, clients, byRole, window, maxOut)
+		var diligence *float64
+		if m, err := cfg.Model(conditions.RoleExecutor); err == nil {
+			diligence = m.OfflineDiligence
+		}
+		return func(student string) executor.Agent {
+			if a, ok := students[student]; ok {
+				return a()
+			}
 			a := lab.NewAgent(settings, byRole)
 			a.ContextTokens = window
 			a.MaxOutputTokens = maxOut
+			a.OfflineDiligence = diligence
 			return a
 		}, nil
 	}

@@ -100,8 +100,12 @@ type Plan struct {
 	CostKnown             bool                      `json:"cost_known"`
 	BudgetUSD             float64                   `json:"budget_usd,omitempty"`
 	BudgetTokens          int64                     `json:"budget_tokens,omitempty"`
-	// Models maps each role the plan uses to provider/model.
+	// Models maps each role the plan uses to provider/model, and each
+	// model only students name, by its [models.<key>] key.
 	Models map[conditions.Role]string `json:"models"`
+	// Students says, per lab of the rows, which student meets which task
+	// (the assignment) and on which model; lab agents only.
+	Students []LabPlan `json:"students,omitempty"`
 	// Images are the task ids whose images are built, or reused when their
 	// build context is unchanged.
 	Images []string `json:"images"`
@@ -549,41 +553,25 @@ func resumeSkips(what string, m rundir.Manifest, iterations int) []string {
 // estimate fills the trial count, the models in use, and the token and
 // cost estimate, and refuses a dollar budget with an unpriced model.
 func (p *Plan) estimate(cfg *config.Config) error {
-	p.Trials = len(p.Rows) * len(p.Tasks) * p.Iterations
-	if p.done != nil {
-		p.RemainingTrials = new(int)
+	if err := p.fillStudents(cfg); err != nil {
+		return err
 	}
-	tokens := map[conditions.Role]roleTokens{}
-	for _, r := range p.Rows {
-		lab, err := cfg.Lab(r.Lab)
-		if err != nil {
-			return err
-		}
-		done := p.done[r.Name]
-		remaining := len(p.Tasks) * max(p.Iterations-done, 0)
-		if p.RemainingTrials != nil {
-			*p.RemainingTrials += remaining
-		}
-		// Held-out evaluation: the initial and final skills, EvalTrials
-		// trials of each held-out task.
-		eval := evalCheckpoints * len(p.HeldOutTasks) * p.EvalTrials
-		p.EvaluationTrials += eval
-		validation := p.expectedValidation(cfg, r, max(p.Iterations-done, 0))
-		p.ValidationTrials += validation
-		p.rowTokens(tokens, cfg, lab, r, done, remaining, eval, validation)
+	tokens, err := p.countTrials(cfg)
+	if err != nil {
+		return err
 	}
 
 	p.Models = map[conditions.Role]string{}
 	p.EstimatedTokensByRole = map[conditions.Role]int64{}
 	p.CostKnown = true
 	var unpriced []string
-	for _, role := range conditions.ModelRoles() {
+	for _, role := range append(conditions.ModelRoles(), studentOnlyModels(tokens)...) {
 		t := tokens[role]
 		in, out := int64(t.in+0.5), int64(t.out+0.5)
 		if in+out == 0 {
 			continue
 		}
-		m, err := cfg.Model(role)
+		m, err := cfg.ModelByKey(string(role))
 		if err != nil {
 			return err
 		}
@@ -628,6 +616,44 @@ func (p *Plan) estimate(cfg *config.Config) error {
 	return nil
 }
 
+// countTrials counts the plan's trials (each row's tasks times the trials
+// its lab's assignment gives each task, times the iterations), the
+// evaluation and expected validation trials, and estimates their tokens by
+// model: by role, with each student's share of the Executor's work under
+// the model it names.
+func (p *Plan) countTrials(cfg *config.Config) (map[conditions.Role]roleTokens, error) {
+	p.Trials = 0
+	if p.done != nil {
+		p.RemainingTrials = new(int)
+	}
+	tokens := map[conditions.Role]roleTokens{}
+	for _, r := range p.Rows {
+		lab, err := cfg.Lab(r.Lab)
+		if err != nil {
+			return nil, err
+		}
+		done := p.done[r.Name]
+		p.Trials += len(p.Tasks) * trialsPerTask(lab) * p.Iterations
+		remaining := len(p.Tasks) * trialsPerTask(lab) * max(p.Iterations-done, 0)
+		if p.RemainingTrials != nil {
+			*p.RemainingTrials += remaining
+		}
+		// Held-out evaluation: the initial and final skills, EvalTrials
+		// trials of each held-out task.
+		eval := evalCheckpoints * len(p.HeldOutTasks) * p.EvalTrials
+		p.EvaluationTrials += eval
+		validation := p.expectedValidation(cfg, r, max(p.Iterations-done, 0))
+		p.ValidationTrials += validation
+		row := map[conditions.Role]roleTokens{}
+		p.rowTokens(row, cfg, lab, r, done, remaining, eval, validation)
+		if p.Agent == AgentLab {
+			shareStudents(row, lab)
+		}
+		addTokens(tokens, row, 1)
+	}
+	return tokens, nil
+}
+
 func pluralHas(n int) string {
 	if n == 1 {
 		return "has"
@@ -661,7 +687,7 @@ func (p *Plan) rowTokens(tokens map[conditions.Role]roleTokens, cfg *config.Conf
 		return
 	}
 	m := requestModel{cfg: cfg, lab: lab, agent: p.Agent, offline: p.Offline, skill: p.skillTokens(cfg)}
-	rowRequests(tokens, m, r, len(p.Tasks), max(p.Iterations-done, 0), done)
+	rowRequests(tokens, m, r, len(p.Tasks)*trialsPerTask(lab), max(p.Iterations-done, 0), done)
 	m.work(tokens, float64(eval), true)
 	m.work(tokens, float64(validation), false)
 }
@@ -710,8 +736,8 @@ func (p *Plan) checkPrices(cfg *config.Config) error {
 	// Every configured role is checked, not only those the estimate
 	// expects to call: a budget must never meet a call it cannot price.
 	var missing []string
-	for _, role := range conditions.ModelRoles() {
-		m, err := cfg.Model(role)
+	for _, role := range sortedModelKeys(cfg) {
+		m, err := cfg.ModelByKey(string(role))
 		if err != nil || m.Provider == config.ProviderOffline {
 			continue
 		}

@@ -295,8 +295,11 @@ func (r *Run) iterationInput(it int) (iterationInput, error) {
 // runTasks runs one trial per task, at most Concurrency at once, and
 // returns the outcomes in task order.
 func (r *Run) runTasks(ctx context.Context, it int, in iterationInput) []taskOutcome {
-	outcomes := make([]taskOutcome, len(r.Tasks))
-	r.boundedParallel(ctx, len(r.Tasks), func(i int) { outcomes[i] = r.runTask(ctx, it, i, r.Tasks[i], &in) },
+	lab, _ := r.Config.Lab(r.Spec.Lab)
+	slots := assignTrials(lab.Roster(), lab.Assign(), it, len(r.Tasks))
+	perTask := trialsPerTask(lab)
+	outcomes := make([]taskOutcome, len(slots))
+	r.boundedParallel(ctx, len(slots), func(i int) { outcomes[i] = r.runTask(ctx, it, slots[i], perTask, &in) },
 		func(i int, err error) { outcomes[i].err = err })
 	return outcomes
 }
@@ -387,7 +390,9 @@ func (r *Run) closeIteration(ctx context.Context, it int, done iterationOutcome)
 		return err
 	}
 	rows := done.rows
-	sort.Slice(rows, func(a, b int) bool { return rows[a].TaskID < rows[b].TaskID })
+	sort.Slice(rows, func(a, b int) bool {
+		return rows[a].TaskID < rows[b].TaskID || (rows[a].TaskID == rows[b].TaskID && rows[a].Student < rows[b].Student)
+	})
 	spreadCoevo(rows, coevoUsage(coevo.Take()))
 	if err := r.recordUpdates(it, updates); err != nil {
 		return err
@@ -414,12 +419,6 @@ func trialSeed(seed int64, id string) int64 {
 	return int64(h.Sum64() &^ (1 << 63))
 }
 
-func (r *Run) student(index int) string {
-	lab, _ := r.Config.Lab(r.Spec.Lab)
-	n := max(1, lab.Students)
-	return "student-" + strconv.Itoa(index%n+1)
-}
-
 // stopsRun reports whether an error must stop the run: a spent budget or a
 // cancellation. Any other model failure, retries exhausted, only costs the
 // work it was part of.
@@ -438,12 +437,12 @@ func (r *Run) entryID(it int, task, kind string) string {
 	return fmt.Sprintf("%s/i%04d/%s/%s", r.Spec.Name, it, task, kind)
 }
 
-func (r *Run) baseRow(it int, task, trialID, student string, hashes map[conditions.Role]string) rundir.MetricRow {
+func (r *Run) baseRow(it int, task, trialID string, student config.LabStudent, hashes map[conditions.Role]string) rundir.MetricRow {
 	row := rundir.MetricRow{
 		RunID: r.runID(), MatrixID: rundir.Nullable(r.MatrixID), Row: r.Spec.Name, BaselinePreset: rundir.Nullable(r.Spec.Preset),
 		Condition: string(r.Spec.Condition), SkillUpdatePolicy: r.Spec.Policy.String(), Lab: r.Spec.Lab,
 		Agent: r.AgentKind, Seed: r.Spec.Seed, Offline: r.Offline, Iteration: int32(it), TaskID: task,
-		TrialID: trialID, Student: student, Phase: rundir.PhaseTrain, VerifierFeedback: string(r.Config.Experiment.Verifier()),
+		TrialID: trialID, Student: student.ID, Phase: rundir.PhaseTrain, VerifierFeedback: string(r.Config.Experiment.Verifier()),
 		ExecutorSkillHash: hashes[conditions.RoleExecutor], PlannerSkillHash: hashes[conditions.RolePlanner],
 		MediatorSkillHash: hashes[conditions.RoleMediator],
 		PlannerModel:      r.modelID(conditions.RolePlanner), ExecutorModel: r.modelID(conditions.RoleExecutor),
@@ -452,6 +451,12 @@ func (r *Run) baseRow(it int, task, trialID, student string, hashes map[conditio
 	}
 	if ModelDriven(r.AgentKind) {
 		row.PlannerContextChars = new(int32(0))
+		// The student's model did the Executor's work.
+		if m, err := r.Config.ModelByKey(student.ModelKey); err == nil {
+			name := m.RecordedName(conditions.Role(student.ModelKey))
+			row.StudentModel = new(name)
+			row.ExecutorModel = new(name)
+		}
 	}
 	return row
 }

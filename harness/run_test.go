@@ -505,26 +505,6 @@ func TestModelFailuresFailTheWorkNotTheRun(t *testing.T) {
 	}
 }
 
-func TestStudentsShareTheTasks(t *testing.T) {
-	tr := newTestRun(t, conditions.NoFeedback, conditions.PolicyNone, []string{"a", "b", "c", "d"}, 1, func(c *config.Config) {
-		lab := c.Labs["default"]
-		lab.Students = 2
-		c.Labs["default"] = lab
-	})
-	tr.execute(t)
-	byStudent := map[string]int{}
-	for _, s := range tr.trials.specs {
-		parts := strings.Split(s.Caller, "/")
-		if len(parts) < 3 || parts[0] != "executor" {
-			t.Fatalf("caller %q is not executor/<student>/<trial>", s.Caller)
-		}
-		byStudent[parts[1]]++
-	}
-	if byStudent["student-1"] != 2 || byStudent["student-2"] != 2 {
-		t.Errorf("tasks per student = %v, want two each", byStudent)
-	}
-}
-
 func TestResumeRefusesAChangedConfiguration(t *testing.T) {
 	tr := newTestRun(t, conditions.NoFeedback, conditions.PolicyNone, []string{"a"}, 2, nil)
 	tr.execute(t)

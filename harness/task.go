@@ -26,7 +26,10 @@ type taskRun struct {
 	in      *iterationInput
 	trialID string
 	student string
-	row     rundir.MetricRow
+	// entryTask keys the trial's history entries: its task, and its
+	// student when several students attempt the task in one iteration.
+	entryTask string
+	row       rundir.MetricRow
 	// tap collects what this task's work is charged, for its row.
 	tap *llm.Tap
 	out taskOutcome
@@ -35,9 +38,14 @@ type taskRun struct {
 	prior string
 }
 
-func (r *Run) runTask(ctx context.Context, it, index int, task *benchmarks.Task, in *iterationInput) taskOutcome {
-	t := &taskRun{r: r, it: it, task: task, in: in, trialID: rundir.TrialID(it, task.ID), student: r.student(index)}
-	t.row = r.baseRow(it, task.ID, t.trialID, t.student, in.hashes)
+func (r *Run) runTask(ctx context.Context, it int, slot trialSlot, perTask int, in *iterationInput) taskOutcome {
+	task := r.Tasks[slot.task]
+	t := &taskRun{r: r, it: it, task: task, in: in, trialID: slotTrialID(it, task.ID, slot.student.ID, perTask), student: slot.student.ID}
+	t.entryTask = task.ID
+	if perTask > 1 {
+		t.entryTask = task.ID + "@" + slot.student.ID
+	}
+	t.row = r.baseRow(it, task.ID, t.trialID, slot.student, in.hashes)
 	t.row.HumanNotes = int32(len(in.notes))
 	t.tap = r.trialTap(t.trialID)
 	defer t.tap.Close()
@@ -178,7 +186,7 @@ func (t *taskRun) trial(ctx context.Context, plan string) (*executor.Trace, bool
 // work here.
 func (t *taskRun) settle(plan string, trace *executor.Trace) bool {
 	if t.lab() {
-		if err := t.r.history.Add(rundir.Entry{ID: t.r.entryID(t.it, t.task.ID, rundir.EntryPlan), Role: string(conditions.RolePlanner),
+		if err := t.r.history.Add(rundir.Entry{ID: t.entryID(rundir.EntryPlan), Role: string(conditions.RolePlanner),
 			Kind: rundir.EntryPlan, TaskID: t.task.ID, Iteration: t.it, Content: plan, Source: t.prior, Trial: trialOutcome(trace),
 			SkillHash: t.in.hashes[conditions.RolePlanner], TrialID: t.trialID}); err != nil {
 			t.abort(err)
@@ -254,7 +262,7 @@ func (t *taskRun) report(ctx context.Context, digest mediator.TraceDigest) (stri
 	}
 	withheld := rep.Withheld
 	t.row.ReportWithheld = &withheld
-	id := t.r.entryID(t.it, t.task.ID, rundir.EntryReport)
+	id := t.entryID(rundir.EntryReport)
 	rel := rundir.ReportPath(t.task.ID, t.it)
 	hash := t.in.hashes[conditions.RoleMediator]
 	if err := durable.WriteJSON(filepath.Join(t.r.Dir.Path, rel), map[string]any{
@@ -312,7 +320,7 @@ func (t *taskRun) propose(ctx context.Context, feedback string, trace *executor.
 	if !ans.Propose {
 		return true
 	}
-	id := t.r.entryID(t.it, t.task.ID, rundir.EntryProposal)
+	id := t.entryID(rundir.EntryProposal)
 	if err := t.r.history.Add(rundir.Entry{ID: id, Role: string(conditions.RolePlanner), Kind: rundir.EntryProposal,
 		TaskID: t.task.ID, Iteration: t.it, Content: ans.NewContent, Source: shownSource(t.r.sourceShown(), feedback), Trial: trialOutcome(trace),
 		SkillHash: t.in.hashes[conditions.RolePlanner], TrialID: t.trialID}); err != nil {
@@ -323,7 +331,7 @@ func (t *taskRun) propose(ctx context.Context, feedback string, trace *executor.
 	// condition, its report: name those entries that exist.
 	var entryIDs []string
 	for _, kind := range []string{rundir.EntryPlan, rundir.EntryReport} {
-		eid := t.r.entryID(t.it, t.task.ID, kind)
+		eid := t.entryID(kind)
 		if _, ok := t.r.history.Entry(eid); ok {
 			entryIDs = append(entryIDs, eid)
 		}
@@ -334,3 +342,6 @@ func (t *taskRun) propose(ctx context.Context, feedback string, trace *executor.
 	t.row.ProposalBuffered = true
 	return true
 }
+
+// entryID names one of the trial's history entries.
+func (t *taskRun) entryID(kind string) string { return t.r.entryID(t.it, t.entryTask, kind) }

@@ -251,7 +251,7 @@ func labClients(p llm.Provider, ledger *llm.Ledger) map[conditions.Role]*llm.Cli
 
 func labTestLab(mode string) config.Lab {
 	return config.Lab{
-		Students:         1,
+		Students:         config.Students{Count: 1},
 		ExecutorMode:     mode,
 		MaxModelCalls:    10,
 		ConcludeMargin:   2,

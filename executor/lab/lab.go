@@ -71,6 +71,9 @@ type Agent struct {
 	// MaxOutputTokens is each role's max_tokens, kept free in its window
 	// when the transcript is compacted (missing: a fifth of the window).
 	MaxOutputTokens map[conditions.Role]int
+	// OfflineDiligence is the offline profile of the Executor's model
+	// ([models.<key>] offline_diligence); nil: the player's default.
+	OfflineDiligence *float64
 }
 
 // NewAgent returns a lab agent with the given settings and clients.
@@ -331,6 +334,7 @@ func (r *labRun) offlineTrial(instruction string, withPlan bool) OfflineTrial {
 		Workdir:     r.tools.workdir(),
 		Seed:        r.in.Seed,
 		Skill:       r.in.ExecutorSkill,
+		Diligence:   r.agent.OfflineDiligence,
 	}
 	if withPlan {
 		t.Plan = r.in.Plan

@@ -31,6 +31,10 @@ type OfflineTrial struct {
 	// Skill is the executor skill, and Plan the Planner's plan (empty for
 	// subagents, which are not shown it).
 	Skill, Plan string
+	// Diligence is the share of trials the agent writes the outputs
+	// without advice: its model's offline profile; nil means
+	// diligenceRate.
+	Diligence *float64
 }
 
 // diligenceRate is how often the offline agent writes outputs without the
@@ -301,8 +305,8 @@ func (a offlineAgent) placeholder() string {
 }
 
 // diligent reports whether this agent creates the outputs: always when its
-// skill carries DiligenceAdvice or its plan OutputsFirstStep, else for about
-// a third of the trials.
+// skill carries DiligenceAdvice or its plan OutputsFirstStep, else for the
+// share of trials its model's profile gives (about a third by default).
 func (a offlineAgent) diligent() bool {
 	skill := a.trial.Skill
 	if strings.Contains(skill, executor.DiligenceAdvice) || strings.Contains(a.trial.Plan, executor.OutputsFirstStep) {
@@ -310,7 +314,11 @@ func (a offlineAgent) diligent() bool {
 	}
 	sum := sha256.Sum256([]byte(skill))
 	h := llm.OfflineHash(a.seed, "diligence", a.trial.TaskID, strconv.FormatInt(a.trial.Seed, 10), hex.EncodeToString(sum[:]))
-	return unit(h) < diligenceRate
+	rate := diligenceRate
+	if a.trial.Diligence != nil {
+		rate = *a.trial.Diligence
+	}
+	return unit(h) < rate
 }
 
 var pathPattern = regexp.MustCompile(`/[A-Za-z0-9_.\-]+(?:/[A-Za-z0-9_.\-]+)*/?`)

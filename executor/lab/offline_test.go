@@ -87,8 +87,13 @@ const instruction = "Read /app/input.txt and /app/config.json, then write the to
 
 func runOfflineAgent(t *testing.T, seed int64, skill string, tools []llm.ToolSpec, allowed []string, maxCalls int) llm.LoopResult {
 	t.Helper()
+	return runOfflineTrial(t, seed, lab.OfflineTrial{Instruction: instruction, TaskID: "sum-task", Seed: seed, Skill: skill}, tools, allowed, maxCalls)
+}
+
+func runOfflineTrial(t *testing.T, seed int64, trial lab.OfflineTrial, tools []llm.ToolSpec, allowed []string, maxCalls int) llm.LoopResult {
+	t.Helper()
 	loop := &llm.Loop{
-		Client:   offlineClient(seed, lab.OfflineTrial{Instruction: instruction, TaskID: "sum-task", Seed: seed, Skill: skill}),
+		Client:   offlineClient(seed, trial),
 		Caller:   "executor/student-1",
 		Tools:    tools,
 		Allowed:  allowed,
@@ -142,21 +147,37 @@ func TestOfflineAgentConcludingStillWritesOutputs(t *testing.T) {
 	}
 }
 
+// Without advice the agent writes outputs at its model's offline
+// diligence: 0.35 by default, or the profile's rate.
 func TestOfflineAgentDiligenceRateWithoutAdvice(t *testing.T) {
-	const n = 300
-	wrote := 0
-	for seed := range int64(n) {
-		sb := newSandbox()
-		res := runOfflineAgent(t, seed, testSkill, sb.tools(), nil, 10)
-		if !res.Submitted {
-			t.Fatalf("seed %d: no submit", seed)
-		}
-		if len(sb.written) > 0 {
-			wrote++
-		}
+	tests := []struct {
+		name      string
+		diligence *float64
+		lo, hi    float64
+	}{
+		{"default", nil, 0.25, 0.45},
+		{"never", new(0.0), 0, 0},
+		{"mostly", new(0.9), 0.82, 0.97},
 	}
-	if f := float64(wrote) / n; f < 0.25 || f > 0.45 {
-		t.Errorf("wrote outputs in %.2f of runs without the advice, want about 0.35", f)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			const n = 300
+			wrote := 0
+			for seed := range int64(n) {
+				sb := newSandbox()
+				trial := lab.OfflineTrial{Instruction: instruction, TaskID: "sum-task", Seed: seed, Skill: testSkill, Diligence: tc.diligence}
+				res := runOfflineTrial(t, seed, trial, sb.tools(), nil, 10)
+				if !res.Submitted {
+					t.Fatalf("seed %d: no submit", seed)
+				}
+				if len(sb.written) > 0 {
+					wrote++
+				}
+			}
+			if f := float64(wrote) / n; f < tc.lo || f > tc.hi {
+				t.Errorf("wrote outputs in %.2f of runs without the advice, want [%.2f, %.2f]", f, tc.lo, tc.hi)
+			}
+		})
 	}
 }
 

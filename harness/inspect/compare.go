@@ -77,7 +77,22 @@ type CompareOptions struct {
 	// every row (Comparison.PassKTasks); a task with fewer in some row is
 	// left out of all of them.
 	K int
+	// By is what a compared row is: ByRow (empty), each row of the matrix,
+	// or ByStudent, each row's students apart ("<row>/<student>"), so the
+	// students' curves are compared, paired on the tasks they share, with
+	// the intervals and tests rows get.
+	By string
 }
+
+// What CompareOptions.By groups by.
+const (
+	ByRow     = "row"
+	ByStudent = "student"
+)
+
+// ErrUnknownBy is wrapped by Compare's error when CompareOptions.By is
+// neither ByRow nor ByStudent.
+var ErrUnknownBy = errors.New("unknown grouping")
 
 func (o CompareOptions) withDefaults() CompareOptions {
 	if o.Resamples <= 0 {
@@ -317,6 +332,9 @@ func (a *rowAgg) add(c *record) {
 // deterministic for given options.
 func Compare(dir string, opts CompareOptions) (*Comparison, error) {
 	opts = opts.withDefaults()
+	if opts.By != "" && opts.By != ByRow && opts.By != ByStudent {
+		return nil, fmt.Errorf("%w %q: compare by %s or %s", ErrUnknownBy, opts.By, ByRow, ByStudent)
+	}
 	m, err := readManifest(dir)
 	if err != nil {
 		return nil, err
@@ -370,10 +388,12 @@ type compareAgg struct {
 	rows  map[string]*rowAgg
 	names rowNamer
 	lastN int
+	// byStudent keeps each row's students apart.
+	byStudent bool
 }
 
 func newCompareAgg(opts CompareOptions) *compareAgg {
-	return &compareAgg{rows: map[string]*rowAgg{}, names: rowNamer{}, lastN: opts.LastN}
+	return &compareAgg{rows: map[string]*rowAgg{}, names: rowNamer{}, lastN: opts.LastN, byStudent: opts.By == ByStudent}
 }
 
 func (ca *compareAgg) addBatch(batch []record) error {
@@ -385,6 +405,9 @@ func (ca *compareAgg) addBatch(batch []record) error {
 
 func (ca *compareAgg) add(c *record) {
 	name := ca.names.name(c.Row, c.Seed)
+	if ca.byStudent {
+		name += "/" + c.Student
+	}
 	a := ca.rows[name]
 	if a == nil {
 		a = newRowAgg(name)

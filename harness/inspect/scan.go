@@ -34,6 +34,7 @@ type record struct {
 	Offline                                    bool
 	Iteration                                  int32
 	TaskID                                     string
+	Student                                    string
 	Status                                     rundir.TrialStatus
 	// Phase is the metric row's phase column (empty in parts written before
 	// it existed, which rundir reads as training); Checkpoint the
@@ -102,6 +103,7 @@ var (
 		strCol("skill_update_policy", func(r *record) *string { return &r.Policy }),
 		strCol("lab", func(r *record) *string { return &r.Lab }),
 		strCol("task_id", func(r *record) *string { return &r.TaskID }),
+		strCol("student", func(r *record) *string { return &r.Student }),
 		strCol("status", func(r *record) *string { return (*string)(&r.Status) }),
 		// The cause tells an agent's own error, which scores 0, from a
 		// model failure, which scores nothing (see scoredReward).

@@ -309,6 +309,13 @@ func TrialID(iteration int, task string) string {
 	return "i" + iterationName(iteration) + "-" + task
 }
 
+// StudentTrialID names one student's trial of task in a training
+// iteration, when several students attempt the task in that iteration
+// ([labs.<name>] assignment = "all"). Task ids never hold '@'.
+func StudentTrialID(iteration int, task, student string) string {
+	return TrialID(iteration, task) + "@" + student
+}
+
 // ValidationTrialID names one validation trial of a batch: the index-th
 // trial of task on arm (current or candidate).
 func ValidationTrialID(batch, arm, task string, index int) string {
@@ -325,7 +332,7 @@ const (
 )
 
 var (
-	trainingTrialRE   = regexp.MustCompile(`^i(\d{4,})-(.+)$`)
+	trainingTrialRE   = regexp.MustCompile(`^i(\d{4,})-([^@]+)(?:@.+)?$`)
 	heldOutTrialRE    = regexp.MustCompile(`^e\d{4,}-k\d{2,}-(.+)$`)
 	validationTrialRE = regexp.MustCompile(`^v[^-]+-(?:current|candidate)-(.+)-k\d+$`)
 	iterationSegment  = regexp.MustCompile(`^i(\d{4,})$`)

@@ -19,17 +19,21 @@ type MetricRow struct {
 	// BaselinePreset is NULL for a row given as condition and policy.
 	BaselinePreset *string `parquet:"baseline_preset,optional,dict" json:"baseline_preset"`
 
-	Condition         string      `parquet:"condition,dict" json:"condition"`
-	SkillUpdatePolicy string      `parquet:"skill_update_policy,dict" json:"skill_update_policy"`
-	Lab               string      `parquet:"lab,dict" json:"lab"`
-	Agent             string      `parquet:"agent,dict" json:"agent"`
-	Seed              int64       `parquet:"seed" json:"seed"`
-	Offline           bool        `parquet:"offline" json:"offline"`
-	Iteration         int32       `parquet:"iteration" json:"iteration"`
-	TaskID            string      `parquet:"task_id,dict" json:"task_id"`
-	TrialID           string      `parquet:"trial_id" json:"trial_id"`
-	Student           string      `parquet:"student,dict" json:"student"`
-	Status            TrialStatus `parquet:"status,dict" json:"status"`
+	Condition         string `parquet:"condition,dict" json:"condition"`
+	SkillUpdatePolicy string `parquet:"skill_update_policy,dict" json:"skill_update_policy"`
+	Lab               string `parquet:"lab,dict" json:"lab"`
+	Agent             string `parquet:"agent,dict" json:"agent"`
+	Seed              int64  `parquet:"seed" json:"seed"`
+	Offline           bool   `parquet:"offline" json:"offline"`
+	Iteration         int32  `parquet:"iteration" json:"iteration"`
+	TaskID            string `parquet:"task_id,dict" json:"task_id"`
+	TrialID           string `parquet:"trial_id" json:"trial_id"`
+	Student           string `parquet:"student,dict" json:"student"`
+	// StudentModel is the model of the student's Executor ([labs.<name>.
+	// students.<id>] model); NULL for agents other than the lab's, and in
+	// parts written before the column existed.
+	StudentModel *string     `parquet:"student_model,optional,dict" json:"student_model"`
+	Status       TrialStatus `parquet:"status,dict" json:"status"`
 	// Phase says which estimate the row feeds: PhaseTrain rows are the
 	// learning curve on the tasks a row evolves on, PhaseEval rows are a
 	// frozen skill checkpoint scored on held-out tasks. Parts written before

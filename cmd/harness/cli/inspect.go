@@ -35,6 +35,8 @@ type InspectOptions struct {
 	CallFilter inspect.CallFilter
 	// Tasks prints the per-task table (task x row) of a matrix or run.
 	Tasks bool
+	// By is what --compare compares: rows (default) or student.
+	By string
 }
 
 // MatrixView is what `harness inspect MATRIX` prints without --compare.
@@ -126,6 +128,9 @@ func checkInspectFlags(cmd *cobra.Command, o *InspectOptions) error {
 		return err
 	}
 	fl := cmd.Flags()
+	if fl.Changed("by") && (!o.Compare || (o.By != inspect.ByRow && o.By != inspect.ByStudent)) {
+		return usagef("--by goes with --compare and is %s or %s (got %q)", inspect.ByRow, inspect.ByStudent, o.By)
+	}
 	if fl.Changed("k") && (!o.Compare || o.K < 1) {
 		return usagef("--k goes with --compare and needs a whole number of at least 1 (got %d)", o.K)
 	}
@@ -143,6 +148,7 @@ func addInspectFlags(cmd *cobra.Command, o *InspectOptions) {
 	fl.StringVar(&o.Root, "root", inspect.DefaultRoot, "where to look for directories when none is given")
 	fl.BoolVar(&o.JSON, "json", false, "machine-readable output")
 	fl.BoolVar(&o.Compare, "compare", false, "compare the rows of a matrix")
+	fl.StringVar(&o.By, "by", inspect.ByRow, "with --compare: compare rows, or each row's students apart (student)")
 	fl.StringVar(&o.Baseline, "baseline", "", "with --compare: the row to compare against (default: no_feedback)")
 	fl.IntVar(&o.K, "k", 0, "with --compare: the k of pass@k and pass^k (default: the fewest trials of any task, at most 5)")
 	fl.IntVar(&o.LastN, "last", inspect.DefaultLastN, "with --compare: the N of the last-N-iterations estimand")
@@ -229,8 +235,8 @@ func runInspect(ctx context.Context, o *InspectOptions) error {
 	case o.Tasks:
 		return runTasks(o)
 	case o.Compare:
-		if kind != rundir.KindMatrix {
-			return usagef("--compare needs a matrix directory; %s is a run", o.Dir)
+		if kind != rundir.KindMatrix && o.By != inspect.ByStudent {
+			return usagef("--compare needs a matrix directory (or --by student, which compares a run's students); %s is a run", o.Dir)
 		}
 		return runCompare(o)
 	case kind == rundir.KindMatrix:
@@ -264,8 +270,8 @@ func runCompare(o *InspectOptions) error {
 	if effect == 0 {
 		effect = configuredEffect(o.Dir)
 	}
-	cmp, err := inspect.Compare(o.Dir, inspect.CompareOptions{Baseline: o.Baseline, K: o.K, LastN: o.LastN, EffectOfInterest: effect})
-	if errors.Is(err, inspect.ErrUnknownBaseline) {
+	cmp, err := inspect.Compare(o.Dir, inspect.CompareOptions{Baseline: o.Baseline, K: o.K, LastN: o.LastN, EffectOfInterest: effect, By: o.By})
+	if errors.Is(err, inspect.ErrUnknownBaseline) || errors.Is(err, inspect.ErrUnknownBy) {
 		return UsageError(err)
 	}
 	if err != nil {

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -92,7 +94,14 @@ func writePlanModels(b *strings.Builder, p *harness.Plan) {
 			fmt.Fprintf(tw, "  %s\t%s\t~%s tokens\n", role, m, humanTokens(p.EstimatedTokensByRole[role]))
 		}
 	}
+	// Models only students name, after the roles.
+	for _, key := range slices.Sorted(maps.Keys(p.Models)) {
+		if !key.IsModel() {
+			fmt.Fprintf(tw, "  %s (students)\t%s\t~%s tokens\n", key, p.Models[key], humanTokens(p.EstimatedTokensByRole[key]))
+		}
+	}
 	tw.Flush()
+	writePlanStudents(b, p)
 
 	b.WriteString("\n")
 	field(b, "Estimated tokens", "~"+humanTokens(p.EstimatedTokens))
@@ -212,4 +221,21 @@ func detectableText(pw *harness.PowerStatement) string {
 	}
 	return fmt.Sprintf("differences of %.2f or more from the baseline (80%% power, 5%% level; %s; effect of interest %.2f, detected %.0f%% of the time)",
 		*pw.MinDetectable, design, pw.EffectOfInterest, 100*pw.PowerAtEffect)
+}
+
+// writePlanStudents writes each lab's students and how they meet the tasks.
+func writePlanStudents(b *strings.Builder, p *harness.Plan) {
+	for _, lp := range p.Students {
+		fmt.Fprintf(b, "\nStudents of lab %s (assignment %s):\n", lp.Lab, lp.Assignment)
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  STUDENT\tMODEL\tMODE\tSKILL")
+		for _, st := range lp.Students {
+			skill := "the lab's"
+			if st.OwnSkill {
+				skill = "its own"
+			}
+			fmt.Fprintf(tw, "  %s\t%s [models.%s]\t%s\t%s\n", st.ID, st.Model, st.ModelKey, st.ExecutorMode, skill)
+		}
+		tw.Flush()
+	}
 }
