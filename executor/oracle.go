@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/internal/durable"
+	"github.com/mediated-coevo/harness/internal/tartree"
 )
 
 // SolutionDir is where the oracle copies a task's solution/ in the sandbox.
@@ -23,8 +26,9 @@ type OracleAgent struct{}
 // Name is "oracle".
 func (OracleAgent) Name() string { return "oracle" }
 
-// Prepare copies solution/ to /solution: the harness's setup, before the
-// oracle's first instruction.
+// Prepare checks that the task has solution/solve.sh and copies solution/
+// to /solution, unless solve.sh's own exec unpacks it (inlineSolution):
+// the harness's setup, before the oracle's first instruction.
 func (OracleAgent) Prepare(ctx context.Context, in AgentInput) error {
 	if in.Task == nil || in.Sandbox == nil {
 		return errors.New("oracle: no task or sandbox")
@@ -33,15 +37,50 @@ func (OracleAgent) Prepare(ctx context.Context, in AgentInput) error {
 	if _, err := os.Stat(filepath.Join(solDir, "solve.sh")); err != nil {
 		return fmt.Errorf("oracle: task %s has no solution/solve.sh: %w", in.Task.ID, err)
 	}
-	if err := in.Sandbox.CopyDirIn(ctx, solDir, SolutionDir); err != nil {
+	if inlineSolution(in) {
+		return nil
+	}
+	return copySolution(ctx, in)
+}
+
+func copySolution(ctx context.Context, in AgentInput) error {
+	if err := in.Sandbox.CopyDirIn(ctx, filepath.Join(in.Task.Dir, "solution"), SolutionDir); err != nil {
 		return fmt.Errorf("oracle: %w", err)
 	}
 	return nil
 }
 
-// Run runs bash /solution/solve.sh, which Prepare put in place, until it
-// ends or ctx's deadline passes. Its stdout and stderr are saved under
-// JobDir/agent/. A non-zero exit is an error.
+// inlineSolution reports whether solve.sh runs as root, so that its exec
+// can unpack the solution itself from a tar on its stdin before solve.sh
+// starts: that saves a copy through the engine's archive API, which costs
+// the engine as much as an exec. Another user could not create /solution.
+func inlineSolution(in AgentInput) bool {
+	if user := in.Task.Config.Agent.User; user != "" {
+		return IsRootUser(user)
+	}
+	rooted, ok := in.Sandbox.(interface{ DefaultUserIsRoot() bool })
+	return ok && rooted.DefaultUserIsRoot()
+}
+
+// Markers of oracleScript on stderr, each followed by the exec's token, with
+// exit codes solve.sh's own cannot be mistaken for, since the token is new.
+const (
+	solutionNoTar      = "harness: no tar in the image to unpack the solution"
+	solutionNoTarCode  = 98
+	solutionUnpack     = "harness: could not unpack the solution"
+	solutionUnpackCode = 97
+)
+
+// oracleScript unpacks the solution from stdin into SolutionDir and runs
+// solve.sh with no stdin; %[1]s is the exec's token.
+var oracleScript = `command -v tar >/dev/null 2>&1 || { echo '` + solutionNoTar + ` %[1]s' >&2; exit ` + fmt.Sprint(solutionNoTarCode) + `; }
+{ mkdir -p -- ` + SolutionDir + ` && tar -x -f - -C ` + SolutionDir + `; } || { echo '` + solutionUnpack + ` %[1]s' >&2; exit ` + fmt.Sprint(solutionUnpackCode) + `; }
+exec bash ` + SolutionDir + `/solve.sh </dev/null`
+
+// Run runs bash /solution/solve.sh until it ends or ctx's deadline passes,
+// with the solution unpacked by the same exec or put in place by Prepare.
+// Its stdout and stderr are saved under JobDir/agent/. A non-zero exit is
+// an error.
 func (OracleAgent) Run(ctx context.Context, in AgentInput) (AgentResult, error) {
 	if in.Task == nil || in.Sandbox == nil {
 		return AgentResult{}, errors.New("oracle: no task or sandbox")
@@ -53,12 +92,7 @@ func (OracleAgent) Run(ctx context.Context, in AgentInput) (AgentResult, error) 
 	if timeout <= 0 {
 		return AgentResult{}, fmt.Errorf("oracle: %w", context.DeadlineExceeded)
 	}
-	res, err := in.Sandbox.Exec(ctx, ExecRequest{
-		Cmd:     []string{"bash", SolutionDir + "/solve.sh"},
-		Env:     EnvList(in.Task.Config.Solution.Env),
-		Timeout: timeout,
-		User:    in.Task.Config.Agent.User, // the oracle is an agent: it runs as the agent's user
-	})
+	res, err := runSolve(ctx, in, timeout)
 	out := AgentResult{Output: excerpt(res.Stdout+res.Stderr, defaultExcerpt), Streams: []Stream{
 		{Name: "solve_stdout", Produced: max(res.StdoutBytes, int64(len(res.Stdout))), Kept: int64(len(res.Stdout))},
 		{Name: "solve_stderr", Produced: max(res.StderrBytes, int64(len(res.Stderr))), Kept: int64(len(res.Stderr))},
@@ -81,4 +115,45 @@ func (OracleAgent) Run(ctx context.Context, in AgentInput) (AgentResult, error) 
 	}
 	out.Submitted = true
 	return out, nil
+}
+
+// runSolve runs solve.sh as the agent's user (the oracle is an agent), in
+// one exec that unpacks the solution first when inlineSolution allows. An
+// image without tar gets the solution through the sandbox's copy instead.
+func runSolve(ctx context.Context, in AgentInput, timeout time.Duration) (ExecResult, error) {
+	req := ExecRequest{
+		Cmd:     []string{"bash", SolutionDir + "/solve.sh"},
+		Env:     EnvList(in.Task.Config.Solution.Env),
+		Timeout: timeout,
+		User:    in.Task.Config.Agent.User,
+	}
+	if !inlineSolution(in) {
+		return in.Sandbox.Exec(ctx, req)
+	}
+	token := randomHex()
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(tartree.Write(pw, filepath.Join(in.Task.Dir, "solution"))) }()
+	defer pr.CloseWithError(errors.New("solve.sh's exec ended"))
+	inline := req
+	inline.Cmd = []string{"bash", "-c", fmt.Sprintf(oracleScript, token)}
+	inline.Stdin = pr
+	res, err := in.Sandbox.Exec(ctx, inline)
+	switch {
+	case err != nil:
+		return res, err
+	case scriptSaid(res, solutionUnpackCode, solutionUnpack, token):
+		return res, fmt.Errorf("unpack the solution into %s: %s", SolutionDir, Clip(strings.TrimSpace(res.Stderr), 300))
+	case !scriptSaid(res, solutionNoTarCode, solutionNoTar, token):
+		return res, nil
+	}
+	if err := copySolution(ctx, in); err != nil {
+		return ExecResult{}, err
+	}
+	return in.Sandbox.Exec(ctx, req)
+}
+
+// scriptSaid reports whether an exec ended with code after writing marker
+// and the exec's token on stderr.
+func scriptSaid(res ExecResult, code int, marker, token string) bool {
+	return res.ExitCode == code && strings.Contains(res.Stderr, marker+" "+token)
 }

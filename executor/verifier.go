@@ -104,6 +104,13 @@ const stopProcessesScript = `harness_stop_processes() {
 const resetScript = "rm -rf -- " + TestsDir + " " + VerifierLogDir +
 	" && mkdir -p -- " + TestsDir + " " + VerifierLogDir + " && chmod 0777 " + VerifierLogDir
 
+// streamedResetScript is resetScript for the streamed verifier, in fewer
+// processes (each costs the most on a busy engine and a FUSE file system):
+// rm runs only when something is in the way, /tests comes from the tar
+// stream itself, and mkdir sets the log directory's mode.
+const streamedResetScript = "{ { [ ! -e " + TestsDir + " ] && [ ! -L " + TestsDir + " ] && [ ! -e " + VerifierLogDir + " ] && [ ! -L " + VerifierLogDir + " ]; } || " +
+	"rm -rf -- " + TestsDir + " " + VerifierLogDir + "; } && mkdir -p -m 0777 -- " + VerifierLogDir
+
 // keepProcessesScript stands in for stopProcessesScript when the
 // configuration keeps the agent's processes running for the verifier.
 const keepProcessesScript = "harness_stop_processes() { :; }\n"
@@ -425,7 +432,7 @@ const (
 
 // streamedScript stops the agent's processes (first, so that none is left
 // when an image without tar sends the caller to the copying path), resets
-// the verifier's directories, unpacks the tests from stdin, runs test.sh
+// the verifier's directories, unpacks the tests from stdin (a tar of tests/, at /), runs test.sh
 // under its own time limit (%[1]d seconds; its output goes to stderr and to
 // test-stdout.txt) and then writes to stdout one line with test.sh's exit
 // code followed by /logs/verifier as a tar. Before test.sh it writes a line
@@ -435,7 +442,7 @@ const (
 // harness_stop_processes before it.
 const streamedScript = `harness_stop_processes || { echo '` + prepareFailed + ` %[2]s' >&2; exit ` + prepareFailedCode + `; }
 command -v tar >/dev/null 2>&1 || { echo '` + noTarMarker + `' >&2; exit ` + noTarCode + `; }
-{ ` + resetScript + ` && tar -x -f - -C ` + TestsDir + `; } || { echo '` + prepareFailed + ` %[2]s' >&2; exit ` + prepareFailedCode + `; }
+{ ` + streamedResetScript + ` && tar -x -f - -C /; } || { echo '` + prepareFailed + ` %[2]s' >&2; exit ` + prepareFailedCode + `; }
 echo "` + testsStartMarker + `"
 timeout -k 5 %[1]d bash -c 'set -o pipefail; bash /tests/test.sh 2>&1 | tee /logs/verifier/test-stdout.txt' </dev/null >&2
 echo "` + testExitMarker + `$?"
@@ -499,7 +506,7 @@ func verifyStreamed(ctx context.Context, sb Sandbox, task *benchmarks.Task, test
 	secs := WholeSeconds(opts.Timeout)
 	limit := time.Duration(secs) * time.Second
 	in, inW := io.Pipe()
-	go func() { inW.CloseWithError(tartree.Write(inW, testsDir)) }()
+	go func() { inW.CloseWithError(tartree.WriteUnder(inW, testsDir, path.Base(TestsDir), tartree.Walk)) }()
 	defer in.CloseWithError(errors.New("verifier exec ended"))
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()

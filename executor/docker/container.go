@@ -382,6 +382,12 @@ func (c *Container) exec(ctx context.Context, req executor.ExecRequest, killOnAb
 		return executor.ExecResult{}, fmt.Errorf("%s in container %s: attach: %w", what, executor.ShortID(c.id), inWords(err))
 	}
 	defer hj.Close()
+	// The engine client does not report hijacked calls to its tracer.
+	c.d.calls.record("POST /exec/{id}/start", start, time.Now(), 101)
+	defer func() {
+		first, _, _ := strings.Cut(strings.Join(req.Cmd, " "), "\n")
+		c.d.calls.record("RUN "+executor.Clip(first, 40), start, time.Now(), 0)
+	}()
 	s := startStreams(hj, req)
 	end := c.awaitExec(ctx, created.ID, s, limit+hostGrace)
 	if end.abandoned || end.exited {

@@ -87,13 +87,22 @@ type Backend struct {
 	// image this engine lacks from another engine that has it, and reports
 	// whether one had it; nothing can be pulled.
 	copyIn func(ctx context.Context, dst *Backend, ref string) (bool, error)
+	// calls receives a line per engine call when CallLogEnv names a file.
+	calls *callLog
 }
 
 // New connects to the engine named by rt.DockerHost, or by DOCKER_HOST
 // and the other DOCKER_* variables when that is empty, and negotiates the API
 // version. It fails with a clear message when no engine answers.
 func New(ctx context.Context, rt config.ExecutorRuntime) (*Backend, error) {
+	calls, err := openCallLog()
+	if err != nil {
+		return nil, err
+	}
 	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if calls != nil {
+		opts = append(opts, client.WithTraceProvider(&callTracer{log: calls}))
+	}
 	if rt.DockerHost != "" {
 		opts = append(opts, client.WithHost(rt.DockerHost))
 	}
@@ -104,12 +113,14 @@ func New(ctx context.Context, rt config.ExecutorRuntime) (*Backend, error) {
 		// `docker system dial-stdio` run on the remote host over ssh.
 		helper, err := connhelper.GetConnectionHelper(addr)
 		if err != nil {
+			calls.Close()
 			return nil, fmt.Errorf("configure the Docker client for %s: %w", addr, err)
 		}
 		opts = append(opts, client.WithHost(helper.Host), client.WithDialContext(helper.Dialer))
 	}
 	cli, err := client.NewClientWithOpts(opts...)
 	if err != nil {
+		calls.Close()
 		return nil, fmt.Errorf("configure the Docker client (docker_host %q, DOCKER_HOST=%q): %w",
 			rt.DockerHost, os.Getenv("DOCKER_HOST"), err)
 	}
@@ -121,6 +132,7 @@ func New(ctx context.Context, rt config.ExecutorRuntime) (*Backend, error) {
 	ping, err := cli.Ping(pctx)
 	if err != nil {
 		cli.Close()
+		calls.Close()
 		env := os.Getenv("DOCKER_HOST")
 		if env == "" {
 			env = "unset"
@@ -132,10 +144,11 @@ func New(ctx context.Context, rt config.ExecutorRuntime) (*Backend, error) {
 	info, err := cli.Info(pctx)
 	if err != nil {
 		cli.Close()
+		calls.Close()
 		return nil, fmt.Errorf("ask the Docker engine at %s for its resources: %w", addr, err)
 	}
 	host, _ := os.Hostname()
-	d := &Backend{cli: cli, rt: rt, addr: addr, ncpu: info.NCPU, owner: ownerLabel(host, os.Getpid())}
+	d := &Backend{cli: cli, rt: rt, addr: addr, ncpu: info.NCPU, owner: ownerLabel(host, os.Getpid()), calls: calls}
 	d.noStorageOpt.Store(storageOptUnsupported(info.Driver, info.DriverStatus))
 	if rt.MaxContainers > 0 {
 		d.slots = make(chan struct{}, rt.MaxContainers)
@@ -167,7 +180,7 @@ func storageOptUnsupported(driver string, status [][2]string) bool {
 func (d *Backend) Host() string { return d.addr }
 
 // Close releases the client's connections. Containers are not touched.
-func (d *Backend) Close() error { return d.cli.Close() }
+func (d *Backend) Close() error { return errors.Join(d.cli.Close(), d.calls.Close()) }
 
 // ImageTag is the tag of a task's image: the task id made into a valid
 // repository name, and the first 16 hex digits of the build-context hash.
@@ -531,12 +544,17 @@ func fromRefs(b buildSpec) []string {
 func (d *Backend) baseImageIDs(ctx context.Context, b buildSpec) ([]string, error) {
 	var out []string
 	for _, ref := range fromRefs(b) {
-		// A base image missing here is copied from another engine first,
-		// when there are several; an earlier stage's name is on none.
-		if _, err := d.haveImage(ctx, ref); err != nil {
-			return nil, err
-		}
 		ins, err := d.cli.ImageInspect(ctx, ref)
+		if cerrdefs.IsNotFound(err) && d.copyIn != nil {
+			// A base image missing here is copied from another engine
+			// first, when there are several; an earlier stage's name is
+			// on none.
+			if ok, cerr := d.copyIn(ctx, d, ref); cerr != nil {
+				return nil, cerr
+			} else if ok {
+				ins, err = d.cli.ImageInspect(ctx, ref)
+			}
+		}
 		switch {
 		case err == nil:
 			out = append(out, ref+"="+ins.ID)
