@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mediated-coevo/harness/llm/providers"
+
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness/inspect"
@@ -174,7 +176,7 @@ func TestCallLogNeverHoldsAnAPIKey(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer calls.Close()
-			clients, err := NewClients(cfg, llm.NewLedger(llm.Limits{}), 1, newProvider, calls, nil)
+			clients, err := NewClients(cfg, llm.NewLedger(llm.Limits{}), 1, providers.New, calls, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

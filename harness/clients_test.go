@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mediated-coevo/harness/llm/providers"
+
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/llm"
@@ -24,7 +26,7 @@ func TestNewClientsShareModelConnections(t *testing.T) {
 	conns := llm.NewConnections()
 	var rows []*Clients
 	for range 2 {
-		c, err := NewClients(cfg, llm.NewLedger(llm.Limits{}), 1, newProvider, nil, conns)
+		c, err := NewClients(cfg, llm.NewLedger(llm.Limits{}), 1, providers.New, nil, conns)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +53,7 @@ func TestNewClientsShareModelConnections(t *testing.T) {
 	m := bad.Models[conditions.RoleMediator]
 	m.MaxConnections = 5
 	bad.Models[conditions.RoleMediator] = m
-	if _, err := NewClients(bad, llm.NewLedger(llm.Limits{}), 1, newProvider, nil, llm.NewConnections()); err == nil ||
+	if _, err := NewClients(bad, llm.NewLedger(llm.Limits{}), 1, providers.New, nil, llm.NewConnections()); err == nil ||
 		!strings.Contains(err.Error(), "max_connections") {
 		t.Errorf("err = %v; want the conflicting caps refused", err)
 	}
@@ -66,7 +68,7 @@ func TestNewClientsNameTheOfflinePlayerAsTheModel(t *testing.T) {
 		m.Provider, m.BaseURL, m.Model = config.ProviderOpenAI, "http://127.0.0.1:1/v1", "real/mediator"
 		c.Models[conditions.RoleMediator] = m
 	})
-	c, err := NewClients(cfg, llm.NewLedger(llm.Limits{}), 1, newProvider, nil, llm.NewConnections())
+	c, err := NewClients(cfg, llm.NewLedger(llm.Limits{}), 1, providers.New, nil, llm.NewConnections())
 	if err != nil {
 		t.Fatal(err)
 	}

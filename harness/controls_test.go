@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mediated-coevo/harness/llm/providers"
+
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/executor"
@@ -123,7 +125,7 @@ func controlMatrix(t *testing.T, seeds [2]int64, plant func(skillsDir string)) i
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := ExecOptions{Plan: p, Tasks: tasks[:2], HeldOut: tasks[2:], Backend: memWorld{}, Providers: newProvider}
+	opts := ExecOptions{Plan: p, Tasks: tasks[:2], HeldOut: tasks[2:], Backend: memWorld{}, Providers: providers.New}
 	// A cancelled first pass creates both rows and runs nothing; the
 	// second row's skills are changed before the resume runs them.
 	cancelled, cancel := context.WithCancel(context.Background())

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mediated-coevo/harness/llm/providers"
+
 	"github.com/docker/docker/client"
 
 	"github.com/mediated-coevo/harness/benchmarks"
@@ -62,7 +64,7 @@ func onEngine(t *testing.T, o ExecOptions) ExecOptions {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	o.Backend, o.Providers = d, newProvider
+	o.Backend, o.Providers = d, providers.New
 	return o
 }
 

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mediated-coevo/harness/llm/providers"
+
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/executor"
 )
@@ -212,7 +214,7 @@ func onMemWorld(t *testing.T, o ExecOptions) ExecOptions {
 	}
 	o.Backend = memWorld{}
 	if o.Providers == nil {
-		o.Providers = newProvider
+		o.Providers = providers.New
 	}
 	return o
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mediated-coevo/harness/llm/providers"
+
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
@@ -74,7 +76,7 @@ func testMatrix(t *testing.T, cfg *config.Config, o PlanOptions, force bool) (*p
 		tasks = append(tasks, &benchmarks.Task{ID: id, Instruction: "Solve " + id + "."})
 	}
 	ft := &fakeTrials{reward: map[string]float64{}, status: map[string]executor.Status{}}
-	ex := &planExecution{opts: ExecOptions{Plan: p, ForceResume: force, Providers: newProvider}, cfg: cfg, tasks: tasks, trials: ft,
+	ex := &planExecution{opts: ExecOptions{Plan: p, ForceResume: force, Providers: providers.New}, cfg: cfg, tasks: tasks, trials: ft,
 		ledger: llm.NewLedger(llm.Limits{})}
 	return ex, ft
 }

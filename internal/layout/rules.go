@@ -32,6 +32,7 @@ func Allowed() map[string][]string {
 		"llm/prompt":            {},
 		"llm":                   {"config"},
 		"llm/openaiapi":         {"config", "llm"},
+		"llm/providers":         {"config", "llm", "llm/openaiapi"},
 		"llm/llmtest":           {"llm"},
 		"llm/gateway":           {"config", "llm"},
 		"executor":              {"internal/tartree", "benchmarks", "config", "harness/rundir", "internal/durable"},

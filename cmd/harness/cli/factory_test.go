@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mediated-coevo/harness/llm/providers"
+
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor/docker"
@@ -42,7 +44,7 @@ func engineFactory() *Factory {
 		}
 		return d, nil
 	}
-	f.Providers = newProvider
-	f.Preflight = preflightEndpoint
+	f.Providers = providers.New
+	f.Preflight = providers.Preflight
 	return f
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mediated-coevo/harness/llm/providers"
+
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness/rundir"
 )
@@ -18,7 +20,7 @@ func TestInspectCalls(t *testing.T) {
 	f := testFactory()
 	backend := &scoringBackend{rewards: v1ResumeRewards}
 	f.Sandbox = func(context.Context, config.ExecutorRuntime) (SandboxBackend, error) { return backend, nil }
-	f.Providers = newProvider
+	f.Providers = providers.New
 	if r := runCLI(t, f, "run", "--resume", dir, "--iterations", "3"); r.code != ExitOK {
 		t.Fatalf("resume: exit %d\nstderr: %s", r.code, r.errOut)
 	}

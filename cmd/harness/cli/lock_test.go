@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mediated-coevo/harness/llm/providers"
+
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor"
 	"github.com/mediated-coevo/harness/harness/rundir"
@@ -39,7 +41,7 @@ func resumeFactory(delay time.Duration) *Factory {
 	f := testFactory()
 	backend := slowBackend{&scoringBackend{rewards: v1ResumeRewards}, delay}
 	f.Sandbox = func(context.Context, config.ExecutorRuntime) (SandboxBackend, error) { return backend, nil }
-	f.Providers = newProvider
+	f.Providers = providers.New
 	return f
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mediated-coevo/harness/llm/providers"
+
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/llm/llmtest"
 )
@@ -63,7 +65,7 @@ func TestRunPreflightChecksEndpointsBeforeCreatingAnything(t *testing.T) {
 			before := live.ModelLists()
 			started := false
 			f := testFactory()
-			f.Preflight = preflightEndpoint
+			f.Preflight = providers.Preflight
 			f.Execute = func(context.Context, *ValidatedPlan) error { started = true; return nil }
 			out := filepath.Join(t.TempDir(), "runs")
 			args := append([]string{"run", "--tasks", "orbital-period", "--iterations", "1", "--condition", "static_mediator",

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mediated-coevo/harness/llm/providers"
+
 	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor"
@@ -195,7 +197,7 @@ func TestRunFormatV1Resumes(t *testing.T) {
 	backend := &scoringBackend{rewards: v1ResumeRewards}
 	f := testFactory()
 	f.Sandbox = func(context.Context, config.ExecutorRuntime) (SandboxBackend, error) { return backend, nil }
-	f.Providers = newProvider
+	f.Providers = providers.New
 	r := runCLI(t, f, "run", "--resume", dir, "--iterations", "3")
 	if r.code != ExitOK {
 		t.Fatalf("resume: exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.errOut)

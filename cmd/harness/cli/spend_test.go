@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mediated-coevo/harness/llm/providers"
+
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness"
@@ -42,7 +44,7 @@ func fakeEngine() *Factory {
 	f := testFactory()
 	backend := &scoringBackend{rewards: map[string]float64{"csv-parser": 1, "log-analysis": 0.5}}
 	f.Sandbox = func(context.Context, config.ExecutorRuntime) (SandboxBackend, error) { return backend, nil }
-	f.Providers = newProvider
+	f.Providers = providers.New
 	return f
 }
 

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mediated-coevo/harness/llm/providers"
+
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness/rundir"
@@ -108,7 +110,7 @@ func studentsSetup(t *testing.T, labs string) (*llmtest.Server, string, *Factory
 	backend := &scoringBackend{rewards: map[string]float64{"leak-marker": 1}}
 	f := testFactory()
 	f.Sandbox = func(context.Context, config.ExecutorRuntime) (SandboxBackend, error) { return backend, nil }
-	f.Providers = newProvider
+	f.Providers = providers.New
 	return srv, cfgDir, f
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor/docker"
 	"github.com/mediated-coevo/harness/harness/launch"
+	"github.com/mediated-coevo/harness/llm/providers"
 )
 
 // New returns the factory of the real program, on the process's streams.
@@ -26,8 +27,8 @@ func New() *cli.Factory {
 		Resolver:  benchmarks.NewResolver,
 		Sandbox:   openSandbox,
 		Collector: openCollector,
-		Providers: NewProvider,
-		Preflight: Preflight,
+		Providers: providers.New,
+		Preflight: providers.Preflight,
 
 		// Slurm's own commands and this binary, for matrix --launcher slurm.
 		Scheduler:  launch.Exec{},

@@ -1,4 +1,4 @@
-package factory
+package providers
 
 import (
 	"strings"
@@ -9,7 +9,7 @@ import (
 	"github.com/mediated-coevo/harness/llm/openaiapi"
 )
 
-func TestNewProvider(t *testing.T) {
+func TestNew(t *testing.T) {
 	tests := []struct {
 		name     string
 		m        config.Model
@@ -24,7 +24,7 @@ func TestNewProvider(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewProvider(tt.m, 1)
+			p, err := New(tt.m, 1)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)

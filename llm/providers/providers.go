@@ -1,4 +1,8 @@
-package factory
+// Package providers chooses the model provider a configuration names: the
+// offline player or an OpenAI-compatible endpoint. It is the one place that
+// builds llm/openaiapi, so the composition root and the tests that stand in
+// for it share the same choice.
+package providers
 
 import (
 	"context"
@@ -9,11 +13,10 @@ import (
 	"github.com/mediated-coevo/harness/llm/openaiapi"
 )
 
-// NewProvider builds the provider a model configuration names. seed feeds
-// the offline provider; an endpoint takes its seed from the model or the
-// request. The choice is made here, at the composition root, so that only
-// the program carries the endpoint's SDK (llm/openaiapi).
-func NewProvider(m config.Model, seed int64) (llm.Provider, error) {
+// New builds the provider a model configuration names. seed feeds the
+// offline provider; an endpoint takes its seed from the model or the
+// request.
+func New(m config.Model, seed int64) (llm.Provider, error) {
 	switch m.Provider {
 	case config.ProviderOpenAI:
 		return openaiapi.New(m)
