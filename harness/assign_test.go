@@ -82,7 +82,14 @@ func TestStudentsFollowTheAssignment(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantModel := map[string]string{"strong": tr.run.Config.Models[conditions.RoleExecutor].Model, "weak": "cheap/model"}
+			// Offline, each student's model is recorded as the offline player
+			// standing in for it, never as the configured name.
+			models := tr.run.Config.Models
+			wantModel := map[string]string{"strong": models[conditions.RoleExecutor].RecordedName(conditions.RoleExecutor),
+				"weak": models["cheap"].RecordedName("cheap")}
+			if wantModel["weak"] == wantModel["strong"] {
+				t.Fatalf("both students are recorded as %q: the two models must stay apart", wantModel["weak"])
+			}
 			pairs := map[string]int{}
 			trialIDs := map[string]bool{}
 			for _, r := range rows {

@@ -555,7 +555,7 @@ func TestLabOfflineProviderSubmits(t *testing.T) {
 func TestLabOfflineTrial(t *testing.T) {
 	instruction := "  # Goal\n\nCompute /app/out.txt.\n"
 	in := labInput(t, newLabFakeSandbox(nil), instruction)
-	r := &labRun{in: in, tools: &ContainerTools{Workdir: "/srv/work"}}
+	r := &labRun{agent: &Agent{}, in: in, tools: &ContainerTools{Workdir: "/srv/work"}}
 	top := r.offlineTrial(in.Task.Instruction, true)
 	want := OfflineTrial{TaskID: in.Task.ID, Instruction: instruction, Workdir: "/srv/work", Seed: in.Seed,
 		Skill: in.ExecutorSkill, Plan: in.Plan}
