@@ -208,3 +208,32 @@ func rewardText(r *float64) string {
 	}
 	return strconv.FormatFloat(*r, 'g', -1, 64)
 }
+
+// A state.json rebuilt without skill evolution still knows each student's
+// own skill, so the resume goes on with it.
+func TestRebuiltStateKeepsTheStudentsOwnSkills(t *testing.T) {
+	tasks := []string{"a", "b"}
+	cut := newTestRun(t, conditions.StaticMediator, conditions.PolicyNone, tasks, 2, ownSkillLab(true))
+	cut.execute(t)
+	dir := cut.run.Dir.Path
+	want := mustLoadState(t, dir).Students["weak"]
+	if want == nil || want.SkillHash == "" {
+		t.Fatalf("the checkpoint records no own skill of the weak student: %+v", want)
+	}
+	truncateState(t, dir)
+	again := buildTestRun(cut.run.Config, cut.run.Dir, conditions.StaticMediator, conditions.PolicyNone, tasks, 3)
+	again.execute(t)
+	got := mustLoadState(t, dir).Students["weak"]
+	if got == nil || got.SkillHash != want.SkillHash {
+		t.Errorf("after the rebuild the weak student's skill is %+v, want %s", got, short(want.SkillHash))
+	}
+	rows, err := rundir.ReadMetrics(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.Iteration == 3 && r.Student == "weak" && r.ExecutorSkillHash != want.SkillHash {
+			t.Errorf("resumed row %s used executor skill %s, want the weak student's own %s", r.TrialID, short(r.ExecutorSkillHash), short(want.SkillHash))
+		}
+	}
+}
