@@ -191,3 +191,23 @@ func (r *Run) recordOwnSkills() error {
 	}
 	return nil
 }
+
+// ownAtCheckpoint restores each own executor skill as it stood at cp: the
+// lab's, which each started as a copy of, at the initial checkpoint, and the
+// version the last checkpoint recorded at the final one.
+func (r *Run) ownAtCheckpoint(cp checkpoint) (map[string]*skills.Skill, error) {
+	out := map[string]*skills.Skill{}
+	for _, l := range r.lines {
+		if cp.iteration == 0 {
+			out[l.student] = &skills.Skill{Hash: cp.hashes[conditions.RoleExecutor], Content: []byte(cp.text[conditions.RoleExecutor])}
+			continue
+		}
+		hash := r.st.Students[l.student].SkillHash
+		content, err := skills.Restore(r.Dir.Join(l.snaps), conditions.RoleExecutor, hash)
+		if err != nil {
+			return nil, fmt.Errorf("restore the executor skill of student %s at checkpoint %d: %w", l.student, cp.iteration, err)
+		}
+		out[l.student] = &skills.Skill{Hash: hash, Content: content}
+	}
+	return out, nil
+}

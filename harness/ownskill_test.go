@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor"
@@ -234,6 +235,46 @@ func TestRebuiltStateKeepsTheStudentsOwnSkills(t *testing.T) {
 	for _, r := range rows {
 		if r.Iteration == 3 && r.Student == "weak" && r.ExecutorSkillHash != want.SkillHash {
 			t.Errorf("resumed row %s used executor skill %s, want the weak student's own %s", r.TrialID, short(r.ExecutorSkillHash), short(want.SkillHash))
+		}
+	}
+}
+
+// Held-out evaluation gives each student's trials the skill that student
+// used: its own, as the last checkpoint left it.
+func TestHeldOutEvaluationUsesTheStudentsOwnSkill(t *testing.T) {
+	// By iteration 3 the lab's skill has changed and the weak student's
+	// own not yet, so the two tell apart.
+	const iterations = 3
+	tr := newOwnSkillRun(t, true, iterations)
+	tr.run.HeldOut = []*benchmarks.Task{{ID: "h", Instruction: "Solve h. Write /app/out-h.txt."}}
+	tr.run.EvalTrials = 2
+	tr.execute(t)
+	st := mustLoadState(t, tr.run.Dir.Path)
+	want := map[string]string{"strong": st.SkillHashes[conditions.RoleExecutor], "weak": st.Students["weak"].SkillHash}
+	if want["strong"] == want["weak"] {
+		t.Fatalf("the lab's and the weak student's skills are both %s at the end; the test needs them apart", short(want["weak"]))
+	}
+	rows, err := rundir.ReadMetrics(tr.run.Dir.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if r.RowPhase() != rundir.PhaseEval || r.CheckpointIteration == nil || *r.CheckpointIteration != iterations {
+			continue
+		}
+		seen[r.Student] = true
+		if r.ExecutorSkillHash != want[r.Student] {
+			t.Errorf("final evaluation row %s of student %s used executor skill %s, want %s", r.TrialID, r.Student, short(r.ExecutorSkillHash), short(want[r.Student]))
+		}
+	}
+	if !seen["strong"] || !seen["weak"] {
+		t.Errorf("final evaluation rows of students %v, want both", seen)
+	}
+	finalID := rundir.EvalTrialID(iterations, 2, "h")
+	for _, s := range tr.trials.specs {
+		if s.TrialID == finalID && skills.Hash([]byte(s.ExecutorSkill)) != want["weak"] {
+			t.Errorf("final evaluation trial %s of the weak student ran skill %s, want its own %s", s.TrialID, short(skills.Hash([]byte(s.ExecutorSkill))), short(want["weak"]))
 		}
 	}
 }
