@@ -201,12 +201,6 @@ func (c *Config) validateStudents(ck *checker, name string, l Lab) {
 		if st.ExecutorMode != "" {
 			ck.oneOf(k("students", id, "executor_mode"), st.ExecutorMode, executorModes)
 		}
-		if st.OwnSkill {
-			// Refused rather than ignored: a student that silently shared
-			// the lab's skill would measure something other than its
-			// configuration says.
-			ck.add(k("students", id, "own_skill"), "= true is not supported yet: every student uses the lab's executor skill; set own_skill = false or leave it out")
-		}
 	}
 }
 

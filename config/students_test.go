@@ -74,7 +74,6 @@ func TestLoadRejectsBadStudents(t *testing.T) {
 		{"unknown student key", "[labs.x.students.a]\nmodle = \"cheap\"\n", "labs.x.students.a.modle", `did you mean "model"`},
 		{"students of the wrong type", "[labs.x]\nstudents = \"two\"\n", "labs.x.students", "number of students or [labs.x.students.<id>] tables"},
 		{"no students", "[labs.x]\nstudents = 0\n", "labs.x.students", "at least 1"},
-		{"own skill", "[labs.x.students.a]\nown_skill = true\n", "labs.x.students.a.own_skill", "not supported yet"},
 		{"offline diligence out of range", "[models.executor]\noffline_diligence = 1.5\n", "models.executor.offline_diligence", "[0, 1]"},
 		{"model named by nobody", "[models.cheap]\nmodel = \"y\"\n", "models.cheap", "named by a student"},
 	}

@@ -24,6 +24,21 @@ type checkpoint struct {
 	iteration int
 	hashes    map[conditions.Role]string
 	text      map[conditions.Role]string
+	// own are the own executor skills of the students holding one, as
+	// they stood at the checkpoint; at the initial one, the lab's copy.
+	own map[string]*skills.Skill
+}
+
+// forStudent is the checkpoint as a student's trial sees it: its own
+// executor skill in place of the lab's, when it holds one.
+func (cp checkpoint) forStudent(student string) checkpoint {
+	s, ok := cp.own[student]
+	if !ok {
+		return cp
+	}
+	cp.hashes, cp.text = cloneMap(cp.hashes), cloneMap(cp.text)
+	cp.hashes[conditions.RoleExecutor], cp.text[conditions.RoleExecutor] = s.Hash, string(s.Content)
+	return cp
 }
 
 // evaluate scores the row's initial and final skills on the held-out tasks,
@@ -83,6 +98,11 @@ func (r *Run) checkpoints() ([]checkpoint, error) {
 			}
 			cp.text[role] = string(content)
 		}
+		own, err := r.ownAtCheckpoint(cp)
+		if err != nil {
+			return nil, err
+		}
+		cp.own = own
 		out = append(out, cp)
 	}
 	return out, nil
@@ -127,6 +147,7 @@ func (r *Run) evalTrial(ctx context.Context, cp checkpoint, task *benchmarks.Tas
 	roster := lab.Roster()
 	st := roster[(k-1)%len(roster)]
 	student := st.ID
+	cp = cp.forStudent(student)
 	row := r.baseRow(cp.iteration, task.ID, trialID, st, cp.hashes)
 	row.Phase, row.CheckpointIteration = rundir.PhaseEval, new(int32(cp.iteration))
 	tap := r.trialTap(trialID)

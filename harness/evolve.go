@@ -24,8 +24,11 @@ import (
 
 // Provenance records one committed skill change and the evidence behind it.
 type Provenance struct {
-	ID          string              `json:"id"`
-	Role        string              `json:"role"`
+	ID   string `json:"id"`
+	Role string `json:"role"`
+	// Student is the student whose own executor skill changed; empty for
+	// the lab's skills.
+	Student     string              `json:"student,omitempty"`
 	Flow        string              `json:"flow"` // advisor_gate | reflection
 	Iteration   int                 `json:"iteration"`
 	BatchID     string              `json:"batch_id,omitempty"`
@@ -47,8 +50,10 @@ type Provenance struct {
 
 // rejection is one line of history/rejected_proposals.jsonl.
 type rejection struct {
-	Type      string              `json:"type"` // batch | candidate
-	BatchID   string              `json:"batch_id"`
+	Type    string `json:"type"` // batch | candidate
+	BatchID string `json:"batch_id"`
+	// Student is the student whose own executor skill the batch was for.
+	Student   string              `json:"student,omitempty"`
 	Iteration int                 `json:"iteration"`
 	Reason    string              `json:"reason"`
 	Advice    string              `json:"advice,omitempty"`
@@ -84,14 +89,15 @@ type reflectionRecord struct {
 	Time         time.Time `json:"time"`
 }
 
-// bufferProposals adds an iteration's executor-skill proposals to the
-// buffer, in task order.
-func (r *Run) bufferProposals(proposals []mediator.Proposal) {
+// bufferProposals adds an iteration's proposals for one executor skill to
+// that skill's buffer, in task order.
+func (r *Run) bufferProposals(l skillLine, proposals []mediator.Proposal) {
 	if !r.Spec.Policy.Executor {
 		return
 	}
 	sort.Slice(proposals, func(a, b int) bool { return proposals[a].TaskID < proposals[b].TaskID })
-	r.st.Buffer = append(r.st.Buffer, proposals...)
+	buf, _ := r.bufferFor(l)
+	*buf = append(*buf, proposals...)
 }
 
 // evolve runs the co-evolution steps due at the end of an iteration, once
@@ -100,8 +106,12 @@ func (r *Run) evolve(ctx context.Context, it int) ([]rundir.SkillUpdate, error) 
 	var updates []rundir.SkillUpdate
 	exp := r.Config.Experiment
 	if r.Spec.Policy.Executor {
-		if len(r.st.Buffer) >= exp.AdvisorBufferMax {
-			u, err := r.reviewBatch(ctx, it)
+		// The lab's skill first, then each student's own, in roster order.
+		for _, l := range append([]skillLine{r.labLine()}, r.lines...) {
+			if buf, _ := r.bufferFor(l); len(*buf) < exp.AdvisorBufferMax {
+				continue
+			}
+			u, err := r.reviewBatch(ctx, it, l)
 			if err != nil {
 				return updates, err
 			}
@@ -126,16 +136,19 @@ func (r *Run) evolve(ctx context.Context, it int) ([]rundir.SkillUpdate, error) 
 	return updates, nil
 }
 
-func (r *Run) reviewBatch(ctx context.Context, it int) (_ []rundir.SkillUpdate, err error) {
-	batch := slices.Clone(r.st.Buffer)
-	batchID := fmt.Sprintf("b%03d", r.st.Batches+1)
+// reviewBatch has one executor skill's buffered proposals reviewed,
+// drafted into a candidate and gated.
+func (r *Run) reviewBatch(ctx context.Context, it int, l skillLine) (_ []rundir.SkillUpdate, err error) {
+	buf, batches := r.bufferFor(l)
+	batch := slices.Clone(*buf)
+	batchID := l.batchID(*batches + 1)
 	// The buffer is cleared once the batch is decided (adopted or
 	// rejected). A budget stop on the way leaves it, and the batch number,
 	// for the resumed run to review again.
 	defer func() {
 		if err == nil {
-			r.st.Buffer = nil
-			r.st.Batches++
+			*buf = nil
+			*batches++
 		}
 	}()
 	// An earlier attempt at this batch, cut short by a budget stop or an
@@ -156,22 +169,22 @@ func (r *Run) reviewBatch(ctx context.Context, it int) (_ []rundir.SkillUpdate, 
 			batch[i].DelayedReward = new(batch[i].LaterRewards[0].Reward)
 		}
 	}
-	current, err := r.store.Read(conditions.RoleExecutor)
+	current, err := l.store.Read(conditions.RoleExecutor)
 	if err != nil {
 		return nil, err
 	}
-	draft, advice, err := r.draftCandidate(ctx, it, batchID, batch, current)
+	draft, advice, err := r.draftCandidate(ctx, it, l, batchID, batch, current)
 	if err != nil || draft == "" {
 		return nil, err
 	}
-	return r.gateCandidate(ctx, it, batchID, batch, current, draft, advice)
+	return r.gateCandidate(ctx, it, l, batchID, batch, current, draft, advice)
 }
 
 // draftCandidate asks the Advisor to review the batch and, when it
 // approves, the Planner to draft the new executor skill. A batch the
 // Advisor rejects, or a draft that is unusable, is recorded as rejected and
 // returns no draft.
-func (r *Run) draftCandidate(ctx context.Context, it int, batchID string, batch []mediator.Proposal, current *skills.Skill) (draft, advice string, err error) {
+func (r *Run) draftCandidate(ctx context.Context, it int, l skillLine, batchID string, batch []mediator.Proposal, current *skills.Skill) (draft, advice string, err error) {
 	adv := *r.advisor
 	adv.Caller = rundir.AdvisorCaller(batchID).String()
 	review, err := adv.Review(ctx, batchID, string(current.Content), r.proposalsFor(conditions.ConsumerAdvisor, batch))
@@ -179,11 +192,11 @@ func (r *Run) draftCandidate(ctx context.Context, it int, batchID string, batch 
 		if r.stopsRun(ctx, err) {
 			return "", "", fmt.Errorf("advisor review of batch %s: %w", batchID, err)
 		}
-		return "", "", r.reject(rejection{Type: "batch", BatchID: batchID, Iteration: it,
+		return "", "", r.reject(rejection{Type: "batch", BatchID: batchID, Student: l.student, Iteration: it,
 			Reason: "the Advisor's model failed: " + err.Error(), Proposals: batch})
 	}
 	if !review.Approve {
-		return "", "", r.reject(rejection{Type: "batch", BatchID: batchID, Iteration: it,
+		return "", "", r.reject(rejection{Type: "batch", BatchID: batchID, Student: l.student, Iteration: it,
 			Reason: "the Advisor rejected the batch", Advice: review.Feedback, Proposals: batch, judged: true})
 	}
 	advice = review.Feedback
@@ -194,15 +207,15 @@ func (r *Run) draftCandidate(ctx context.Context, it int, batchID string, batch 
 		if r.stopsRun(ctx, err) {
 			return "", "", fmt.Errorf("draft executor skill for batch %s: %w", batchID, err)
 		}
-		return "", "", r.reject(rejection{Type: "candidate", BatchID: batchID, Iteration: it,
+		return "", "", r.reject(rejection{Type: "candidate", BatchID: batchID, Student: l.student, Iteration: it,
 			Reason: "the Planner's model failed while drafting: " + err.Error(), Advice: advice, Proposals: batch})
 	}
 	if fellBack || strings.TrimSpace(draft) == strings.TrimSpace(string(current.Content)) {
-		return "", "", r.reject(rejection{Type: "candidate", BatchID: batchID, Iteration: it,
+		return "", "", r.reject(rejection{Type: "candidate", BatchID: batchID, Student: l.student, Iteration: it,
 			Reason: "the Planner produced no usable draft", Advice: advice, Proposals: batch, Candidate: draft})
 	}
 	if _, err := skills.Parse([]byte(draft)); err != nil {
-		return "", "", r.reject(rejection{Type: "candidate", BatchID: batchID, Iteration: it,
+		return "", "", r.reject(rejection{Type: "candidate", BatchID: batchID, Student: l.student, Iteration: it,
 			Reason: "the draft is not a valid skill: " + err.Error(), Advice: advice, Proposals: batch, Candidate: draft})
 	}
 	return draft, advice, nil
@@ -210,19 +223,19 @@ func (r *Run) draftCandidate(ctx context.Context, it int, batchID string, batch 
 
 // gateCandidate validates a drafted executor skill against the current one
 // and adopts it only when the gate accepts it.
-func (r *Run) gateCandidate(ctx context.Context, it int, batchID string, batch []mediator.Proposal, current *skills.Skill,
+func (r *Run) gateCandidate(ctx context.Context, it int, l skillLine, batchID string, batch []mediator.Proposal, current *skills.Skill,
 	draft, advice string) ([]rundir.SkillUpdate, error) {
 	evidenceDir := rundir.ValidationBatchDir(batchID)
-	decision, err := r.validate(ctx, batchID, batch, string(current.Content), draft, filepath.Join(r.Dir.Path, evidenceDir))
+	decision, err := r.validate(ctx, l, batchID, batch, string(current.Content), draft, filepath.Join(r.Dir.Path, evidenceDir))
 	if err != nil {
 		return nil, err
 	}
 	if !decision.Accept {
-		return nil, r.reject(rejection{Type: "candidate", BatchID: batchID, Iteration: it,
+		return nil, r.reject(rejection{Type: "candidate", BatchID: batchID, Student: l.student, Iteration: it,
 			Reason: "validation rejected the candidate: " + decision.Reason, Advice: advice,
 			Proposals: batch, Candidate: draft, Decision: &decision, Evidence: evidenceDir, judged: true})
 	}
-	prov := Provenance{ID: string(conditions.RoleExecutor) + "/" + batchID, Role: string(conditions.RoleExecutor), Flow: "advisor_gate", Iteration: it,
+	prov := Provenance{ID: l.provenanceRole() + "/" + batchID, Role: string(conditions.RoleExecutor), Student: l.student, Flow: "advisor_gate", Iteration: it,
 		BatchID: batchID, Advice: advice, Rule: decision.Rule, Numbers: decision.Numbers,
 		Evidence: evidenceDir, Rewards: map[string]*float64{}}
 	for _, p := range batch {
@@ -230,7 +243,7 @@ func (r *Run) gateCandidate(ctx context.Context, it int, batchID string, batch [
 		prov.EntryIDs = append(prov.EntryIDs, p.EntryIDs...)
 		prov.Rewards[p.ID] = p.DelayedReward
 	}
-	u, err := r.adopt(it, conditions.RoleExecutor, current, []byte(draft), prov)
+	u, err := r.adopt(it, l, conditions.RoleExecutor, current, []byte(draft), prov)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +254,7 @@ func (r *Run) gateCandidate(ctx context.Context, it int, batchID string, batch [
 			return nil, fmt.Errorf("credit the proposals of batch %s: %w", batchID, err)
 		}
 	}
-	r.emit(Event{Kind: EventSkillUpdate, Iteration: it, Message: "executor skill updated by batch " + batchID})
+	r.emit(Event{Kind: EventSkillUpdate, Iteration: it, Message: l.provenanceRole() + " skill updated by batch " + batchID})
 	return []rundir.SkillUpdate{u}, nil
 }
 
@@ -392,7 +405,7 @@ func compatible(a, b *benchmarks.Task, minOverlap int) bool {
 
 // validate runs the current and the candidate executor skill on the
 // validation tasks with paired seeds, as the gate asks, and decides.
-func (r *Run) validate(ctx context.Context, batchID string, batch []mediator.Proposal, current, candidate, dir string) (gate.Decision, error) {
+func (r *Run) validate(ctx context.Context, l skillLine, batchID string, batch []mediator.Proposal, current, candidate, dir string) (gate.Decision, error) {
 	vc := r.Config.Validation
 	cfg := gateConfig(vc, uint64(trialSeed(r.Spec.Seed, "gate/"+batchID)))
 	tasks, source := r.validationTasks(batchID, batch)
@@ -430,7 +443,7 @@ func (r *Run) validate(ctx context.Context, batchID string, batch []mediator.Pro
 				// Paired seeds: both arms of one (task, index) share the seed.
 				seed := trialSeed(r.Spec.Seed, fmt.Sprintf("%s/%s/%d", batchID, req.Task, req.Index))
 				tr := r.Trials.Run(ctx, executor.TrialSpec{
-					Task: byID[req.Task], Agent: r.NewAgent("validator"), ExecutorSkill: skill,
+					Task: byID[req.Task], Agent: r.validator(l), ExecutorSkill: skill,
 					JobDir: filepath.Join(dir, rundir.ValidationTrialDir(arm, req.Task, req.Index)),
 					RunID:  r.labelRun(), Row: r.Spec.Name, TrialID: trialID, Seed: seed,
 					Caller: rundir.ValidationCaller(trialID).String(),
@@ -505,11 +518,11 @@ func gateTrial(req gate.TrialRequest, tr *executor.Trace) gate.Trial {
 
 // adopt writes a new skill version atomically, snapshots the old and the new
 // one, and records the provenance.
-func (r *Run) adopt(it int, role conditions.Role, old *skills.Skill, content []byte, prov Provenance) (rundir.SkillUpdate, error) {
+func (r *Run) adopt(it int, l skillLine, role conditions.Role, old *skills.Skill, content []byte, prov Provenance) (rundir.SkillUpdate, error) {
 	if !r.Spec.Policy.Allows(role) {
 		return rundir.SkillUpdate{}, fmt.Errorf("refusing to change the %s skill: policy %s does not allow it", role, r.Spec.Policy)
 	}
-	snaps := filepath.Join(r.Dir.Path, rundir.SnapshotsDir)
+	snaps := filepath.Join(r.Dir.Path, l.snaps)
 	oldPath, err := skills.Snapshot(snaps, role, old)
 	if err != nil {
 		return rundir.SkillUpdate{}, err
@@ -522,7 +535,7 @@ func (r *Run) adopt(it int, role conditions.Role, old *skills.Skill, content []b
 	if err != nil {
 		return rundir.SkillUpdate{}, err
 	}
-	written, err := r.store.Write(role, content)
+	written, err := l.store.Write(role, content)
 	if err != nil {
 		return rundir.SkillUpdate{}, err
 	}
@@ -533,7 +546,7 @@ func (r *Run) adopt(it int, role conditions.Role, old *skills.Skill, content []b
 	if err := r.updates.Append(prov); err != nil {
 		return rundir.SkillUpdate{}, err
 	}
-	return rundir.SkillUpdate{Role: string(role), ProvenanceID: prov.ID, OldHash: old.Hash, NewHash: written.Hash}, nil
+	return rundir.SkillUpdate{Role: l.roleOf(role), ProvenanceID: prov.ID, OldHash: old.Hash, NewHash: written.Hash}, nil
 }
 
 func (r *Run) reflect(ctx context.Context, it int, role conditions.Role) ([]rundir.SkillUpdate, error) {
@@ -567,7 +580,7 @@ func (r *Run) reflect(ctx context.Context, it int, role conditions.Role) ([]rund
 	if out.Changed {
 		prov := Provenance{ID: fmt.Sprintf("%s/reflection-i%04d", role, it), Role: string(role), Flow: "reflection",
 			Iteration: it, PairIDs: rec.Pairs, PairSeed: seed}
-		u, err := r.adopt(it, role, current, []byte(out.Content), prov)
+		u, err := r.adopt(it, r.labLine(), role, current, []byte(out.Content), prov)
 		if err != nil {
 			return nil, err
 		}

@@ -61,6 +61,9 @@ func rebuildState(d *rundir.Dir, cfg *config.Config) (*State, error) {
 		return nil, fmt.Errorf("the skills in %s: %w", rundir.SkillsDir, err)
 	}
 	st.SkillHashes = hashes
+	if err := rebuildOwnSkills(d, st); err != nil {
+		return nil, err
+	}
 	// The ledger starts empty and a later epoch than any journal record:
 	// the call log, which holds every call, is then charged in full when
 	// the state is completed, and the journal adds nothing twice.
@@ -232,5 +235,32 @@ func keepRebuilt(d *rundir.Dir, st *State, tell func(string)) error {
 		return err
 	}
 	tell(msg)
+	return nil
+}
+
+// rebuildOwnSkills records the own executor skill of each student that
+// holds one. Without records of skill evolution (see rebuildState), each
+// is still the version it started with and was checkpointed at.
+func rebuildOwnSkills(d *rundir.Dir, st *State) error {
+	entries, err := os.ReadDir(d.Join(rundir.StudentsDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("the students' skills in %s: %w", rundir.StudentsDir, err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		s, err := (&skills.Store{Root: d.Join(rundir.StudentSkillsDir(e.Name()))}).Read(conditions.RoleExecutor)
+		if err != nil {
+			return fmt.Errorf("the executor skill of student %s: %w", e.Name(), err)
+		}
+		if st.Students == nil {
+			st.Students = map[string]*rundir.StudentSkill[mediator.Proposal]{}
+		}
+		st.Students[e.Name()] = &rundir.StudentSkill[mediator.Proposal]{SkillHash: s.Hash}
+	}
 	return nil
 }

@@ -85,9 +85,12 @@ type Run struct {
 	reflections *durable.Log
 	// spend is the spend journal; spendTap collects the charges it has
 	// not recorded yet (see spend.go).
-	spend     *durable.Log
-	spendTap  *llm.Tap
-	store     *skills.Store
+	spend    *durable.Log
+	spendTap *llm.Tap
+	store    *skills.Store
+	// lines are the own executor skills of the lab's students that hold
+	// one, in roster order.
+	lines     []skillLine
 	planner   *mediator.Planner
 	mediator  *mediator.Mediator
 	advisor   *mediator.Advisor
@@ -230,6 +233,9 @@ type iterationCounts struct{ trials, envFailures, scored int }
 type taskOutcome struct {
 	row      rundir.MetricRow
 	proposal *mediator.Proposal
+	// ownSkill names the student whose own skill the proposal is for;
+	// empty for the lab's skill.
+	ownSkill string
 	// warnings are the trial's trace warnings, as "task: message".
 	warnings []string
 	err      error
@@ -264,6 +270,8 @@ type iterationInput struct {
 	notes     []string
 	hashes    map[conditions.Role]string
 	skillText map[conditions.Role]string
+	// own are the own executor skills of the students holding one.
+	own map[string]*skills.Skill
 	// book is the feedback as it was when the iteration began: concurrent
 	// tasks never see each other's fresh results.
 	book feedbackBook
@@ -286,10 +294,14 @@ func (r *Run) iterationInput(it int) (iterationInput, error) {
 		}
 		skillText[role] = string(s.Content)
 	}
+	own, err := r.ownSkillTexts()
+	if err != nil {
+		return iterationInput{}, err
+	}
 	r.mu.Lock()
 	book := r.st.Feedback.clone()
 	r.mu.Unlock()
-	return iterationInput{notes: notes, hashes: hashes, skillText: skillText, book: book}, nil
+	return iterationInput{notes: notes, hashes: hashes, skillText: skillText, own: own, book: book}, nil
 }
 
 // runTasks runs one trial per task, at most Concurrency at once, and
@@ -299,7 +311,7 @@ func (r *Run) runTasks(ctx context.Context, it int, in iterationInput) []taskOut
 	slots := assignTrials(lab.Roster(), lab.Assign(), it, len(r.Tasks))
 	perTask := trialsPerTask(lab)
 	outcomes := make([]taskOutcome, len(slots))
-	r.boundedParallel(ctx, len(slots), func(i int) { outcomes[i] = r.runTask(ctx, it, slots[i], perTask, &in) },
+	r.boundedParallel(ctx, len(slots), func(i int) { outcomes[i] = r.runTask(ctx, it, slots[i], perTask, in.forStudent(slots[i].student.ID)) },
 		func(i int, err error) { outcomes[i].err = err })
 	return outcomes
 }
@@ -332,7 +344,9 @@ type iterationOutcome struct {
 	counts    iterationCounts
 	rows      []rundir.MetricRow
 	proposals []mediator.Proposal
-	warnings  []string
+	// ownProposals are the proposals for students' own skills, by student.
+	ownProposals map[string][]mediator.Proposal
+	warnings     []string
 	// err is the error that keeps the iteration from being checkpointed. A
 	// budget stop and any other error both do; another error wins, as it is
 	// what needs fixing.
@@ -364,7 +378,14 @@ func gatherOutcomes(outcomes []taskOutcome) iterationOutcome {
 			done.counts.scored++
 		}
 		done.rows = append(done.rows, o.row)
-		if o.proposal != nil {
+		switch {
+		case o.proposal == nil:
+		case o.ownSkill != "":
+			if done.ownProposals == nil {
+				done.ownProposals = map[string][]mediator.Proposal{}
+			}
+			done.ownProposals[o.ownSkill] = append(done.ownProposals[o.ownSkill], *o.proposal)
+		default:
 			done.proposals = append(done.proposals, *o.proposal)
 		}
 	}
@@ -376,7 +397,10 @@ func gatherOutcomes(outcomes []taskOutcome) iterationOutcome {
 // order, so its decisions do not depend on which trial finished first; then
 // it writes the iteration's metric rows and checkpoints.
 func (r *Run) closeIteration(ctx context.Context, it int, done iterationOutcome) error {
-	r.bufferProposals(done.proposals)
+	r.bufferProposals(r.labLine(), done.proposals)
+	for _, l := range r.lines {
+		r.bufferProposals(l, done.ownProposals[l.student])
+	}
 	coevo := r.Ledger.Tap(func(caller string) bool {
 		c, err := rundir.ParseCaller(caller)
 		return err == nil && c.Coevo()

@@ -32,6 +32,10 @@ func (r *Run) open() error {
 		return err
 	}
 	r.st = st
+	if r.st.Students == nil {
+		r.st.Students = map[string]*rundir.StudentSkill[mediator.Proposal]{}
+	}
+	r.lines = r.ownLines()
 	if r.Ledger != nil {
 		r.Ledger.Restore(st.Ledger)
 	}
@@ -42,9 +46,15 @@ func (r *Run) open() error {
 		if err := r.snapshotAll(); err != nil {
 			return err
 		}
+		if err := r.seedOwnSkills(); err != nil {
+			return err
+		}
 		if err := r.checkpoint(0); err != nil {
 			return err
 		}
+	}
+	if err := r.restoreOwnSkills(r.st); err != nil {
+		return err
 	}
 	r.makeRoles()
 	return r.Dir.UpdateManifest(func(m *rundir.Manifest) {
@@ -228,6 +238,10 @@ func (r *Run) checkpoint(it int) error {
 	r.st.ProvenanceLines = r.updates.Count()
 	r.st.ReflectionLines = r.reflections.Count()
 	r.st.SkillHashes = hashes
+	if err := r.recordOwnSkills(); err != nil {
+		r.st.CompletedIteration = prev
+		return err
+	}
 	if err := r.saveCheckpoint(); err != nil {
 		// Not on disk, so not done: the run must not report it.
 		r.st.CompletedIteration = prev

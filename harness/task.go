@@ -42,6 +42,9 @@ func (r *Run) runTask(ctx context.Context, it int, slot trialSlot, perTask int, 
 	task := r.Tasks[slot.task]
 	t := &taskRun{r: r, it: it, task: task, in: in, trialID: slotTrialID(it, task.ID, slot.student.ID, perTask), student: slot.student.ID}
 	t.entryTask = task.ID
+	if _, ok := in.own[slot.student.ID]; ok {
+		t.out.ownSkill = slot.student.ID
+	}
 	if perTask > 1 {
 		t.entryTask = task.ID + "@" + slot.student.ID
 	}

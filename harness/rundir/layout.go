@@ -62,6 +62,9 @@ const (
 	SkillsDir     = "skills"
 	// SnapshotsDir keeps every skill version a run used, by role and hash.
 	SnapshotsDir = "skills_snapshots"
+	// StudentsDir holds, per student with a skill of its own, its skills
+	// tree and snapshots (see StudentSkillsDir).
+	StudentsDir = "students"
 	// NotesDir is where people drop notes for a running run.
 	NotesDir = "notes"
 )
@@ -213,6 +216,18 @@ func ReportPath(task string, iteration int) string {
 // relative to the run directory.
 func JobDir(task string, iteration int) string {
 	return filepath.Join(JobsDir, task, iterationName(iteration))
+}
+
+// StudentSkillsDir is the skills tree of a student with its own executor
+// skill, relative to the run directory.
+func StudentSkillsDir(student string) string {
+	return filepath.Join(StudentsDir, student, SkillsDir)
+}
+
+// StudentSnapshotsDir keeps every version of a student's own executor
+// skill, as SnapshotsDir does the lab's, relative to the run directory.
+func StudentSnapshotsDir(student string) string {
+	return filepath.Join(StudentsDir, student, SnapshotsDir)
 }
 
 // ValidationBatchDir holds the evidence of one batch's validation, relative

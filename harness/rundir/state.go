@@ -43,6 +43,9 @@ type State[Book, Proposal, Ledger any] struct {
 	Feedback    Book                       `json:"feedback"`
 	Buffer      []Proposal                 `json:"buffer"`
 	Batches     int                        `json:"batches"`
+	// Students are the executor skills of the students that hold their
+	// own, by student id: each with its own proposals and batches.
+	Students map[string]*StudentSkill[Proposal] `json:"students,omitempty"`
 	// RecentRejections are short summaries shown to the Planner when it proposes.
 	RecentRejections []string `json:"recent_rejections"`
 	// Counts are the trials of completed iterations by status.
@@ -59,6 +62,15 @@ type State[Book, Proposal, Ledger any] struct {
 	// MatrixElapsed is the wall clock of the row's matrix when this was
 	// saved, so a resumed matrix keeps counting toward its wall-clock limit.
 	MatrixElapsed time.Duration `json:"matrix_elapsed_ns,omitempty"`
+}
+
+// StudentSkill is where a student's own executor skill stands at a
+// checkpoint: the version in use, the proposals waiting for review and how
+// many of its batches were decided.
+type StudentSkill[P any] struct {
+	SkillHash string `json:"skill_hash"`
+	Buffer    []P    `json:"buffer"`
+	Batches   int    `json:"batches"`
 }
 
 // ErrCorruptState means state.json could not be read; it has been moved aside.

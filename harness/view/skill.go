@@ -21,8 +21,11 @@ import (
 // provenance is one line of history/skill_updates.jsonl: a committed skill
 // change and the evidence behind it.
 type provenance struct {
-	ID          string              `json:"id"`
-	Role        string              `json:"role"`
+	ID   string `json:"id"`
+	Role string `json:"role"`
+	// Student marks a change to a student's own executor skill, which
+	// is not the lab's timeline.
+	Student     string              `json:"student"`
 	Flow        string              `json:"flow"`
 	Iteration   int                 `json:"iteration"`
 	BatchID     string              `json:"batch_id"`
@@ -106,7 +109,7 @@ func timeline(dir, role string) ([]version, error) {
 	var changes []provenance
 	err := readLines(filepath.Join(dir, rundir.SkillUpdatesFile), func(line []byte) {
 		var p provenance
-		if json.Unmarshal(line, &p) == nil && p.Role == role {
+		if json.Unmarshal(line, &p) == nil && p.Role == role && p.Student == "" {
 			changes = append(changes, p)
 		}
 	})
