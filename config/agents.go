@@ -22,10 +22,11 @@ const (
 	APIOpenAI          = "openai"           // chat completions
 	APIOpenAIResponses = "openai-responses" // the Responses API
 	APIAnthropic       = "anthropic"        // messages
+	APIGemini          = "gemini"           // Google's Gemini API: generateContent
 )
 
 // APIShapes lists the values of [agents.<name>] api.
-func APIShapes() []string { return []string{APIOpenAI, APIOpenAIResponses, APIAnthropic} }
+func APIShapes() []string { return []string{APIOpenAI, APIOpenAIResponses, APIAnthropic, APIGemini} }
 
 // PlanPrompt is the [agents.<name>] plan value that puts the Planner's plan
 // in front of the instruction; any other value names the file, relative to
@@ -112,8 +113,10 @@ var commandFields = []string{"{instruction_file}", "{instruction}", "{model}", "
 var reservedAgentNames = []string{"lab", "oracle", "nop"}
 
 // reservedAgentEnv are set by the harness for every installed agent.
+// GOOGLE_API_KEY is among them because Google's SDK prefers it to
+// GEMINI_API_KEY: a key there would reach the gateway in place of the token.
 var reservedAgentEnv = []string{"HARNESS_MODEL_BASE_URL", "HARNESS_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY",
-	"ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"}
+	"ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY", "GOOGLE_API_KEY"}
 
 func (c *Config) validateAgents(ck *checker) {
 	for _, name := range sortedKeys(c.Agents) {

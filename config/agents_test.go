@@ -60,7 +60,7 @@ func TestValidateInstalledAgent(t *testing.T) {
 		name, edit, want string
 	}{
 		{"kind", `kind = "installed"`, `agents.standin.kind must be "installed"`},
-		{"api", `api = "anthropic"`, "agents.standin.api must be one of openai, openai-responses, anthropic"},
+		{"api", `api = "anthropic"`, "agents.standin.api must be one of openai, openai-responses, anthropic, gemini"},
 		{"placeholder", `command = "standin --file {instruction_file} --model {model} --dir {workdir}"`, "unknown placeholder {prompt}"},
 		{"skills_dir", `skills_dir = ".agents/skills"`, "agents.standin.skills_dir is missing"},
 		{"model", `model = "code"`, "agents.standin.model names no model"},
@@ -70,7 +70,7 @@ func TestValidateInstalledAgent(t *testing.T) {
 	}
 	bad := map[string]string{
 		"kind":        `kind = "docker"`,
-		"api":         `api = "gemini"`,
+		"api":         `api = "google"`,
 		"placeholder": `command = "standin {prompt}"`,
 		"skills_dir":  `skills_dir = ""`,
 		"model":       `model = "gpt"`,

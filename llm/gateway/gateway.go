@@ -1,6 +1,6 @@
 // Package gateway is the model endpoint an installed agent talks to. It
 // speaks the agent's API shape (OpenAI chat completions, the OpenAI
-// Responses API, or Anthropic messages), checks a token that is worthless
+// Responses API, Anthropic messages, or Google's Gemini API), checks a token that is worthless
 // outside one trial, and turns each call into one llm.Client call, so the
 // agent's model calls go through the same ledger, budget, call log and
 // redactor as the lab's own, and the real key never reaches the agent.
@@ -113,6 +113,11 @@ func (g *Gateway) Handler() http.Handler {
 	case config.APIAnthropic:
 		mux.HandleFunc("POST /v1/messages", g.authorized(g.messages))
 		mux.HandleFunc("POST /v1/messages/count_tokens", g.authorized(g.countTokens))
+	case config.APIGemini:
+		// v1beta is what Google's SDKs call; v1 when an agent pins it.
+		mux.HandleFunc("POST /v1beta/models/{call}", g.authorized(g.gemini))
+		mux.HandleFunc("POST /v1/models/{call}", g.authorized(g.gemini))
+		mux.HandleFunc("GET /v1beta/models", g.authorized(g.geminiModels))
 	}
 	mux.HandleFunc("GET /v1/models", g.authorized(g.models))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -122,12 +127,19 @@ func (g *Gateway) Handler() http.Handler {
 }
 
 // authorized lets a request through only with the trial's token, as a
-// bearer token (OpenAI) or x-api-key (Anthropic).
+// bearer token (OpenAI), x-api-key (Anthropic), or x-goog-api-key or the
+// key query parameter (Gemini).
 func (g *Gateway) authorized(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		got := r.Header.Get("x-api-key")
 		if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 			got = bearer
+		}
+		if got == "" {
+			got = r.Header.Get("x-goog-api-key")
+		}
+		if got == "" {
+			got = r.URL.Query().Get("key")
 		}
 		if g.Token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(g.Token)) != 1 {
 			g.fail(w, http.StatusUnauthorized, "authentication_error", "invalid API key: use the key in the trial's environment")
@@ -192,8 +204,11 @@ func (g *Gateway) fail(w http.ResponseWriter, status int, kind, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	body := map[string]any{"error": map[string]any{"type": kind, "message": msg, "code": kind}}
-	if g.API == config.APIAnthropic {
+	switch g.API {
+	case config.APIAnthropic:
 		body = map[string]any{"type": "error", "error": map[string]any{"type": kind, "message": msg}}
+	case config.APIGemini:
+		body = map[string]any{"error": map[string]any{"code": status, "message": kind + ": " + msg, "status": googleStatus(status)}}
 	}
 	_ = json.NewEncoder(w).Encode(body)
 }

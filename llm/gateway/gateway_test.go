@@ -37,21 +37,25 @@ func (m *toolModel) Complete(_ context.Context, req llm.Request) (llm.Response, 
 
 func (m *toolModel) Offline() bool { return false }
 
-// shapes holds, per API shape, its path, a first request offering a tool,
-// and a second one carrying that tool's result.
+// shapes holds, per API shape, its path (and its streaming path, for a
+// shape that streams by path rather than by a body field), a first
+// request offering a tool, and a second one carrying that tool's result.
 var shapes = map[string]struct {
-	path          string
-	first, second string
+	path, streamPath string
+	first, second    string
 }{
-	config.APIOpenAI: {"/v1/chat/completions",
+	config.APIOpenAI: {"/v1/chat/completions", "",
 		`{"model":"m","messages":[{"role":"system","content":"sys"},{"role":"user","content":"do it"}],"tools":[{"type":"function","function":{"name":"run","parameters":{"type":"object"}}}]}`,
 		`{"model":"m","messages":[{"role":"user","content":"do it"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"run","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_1","content":"file.txt"}]}`},
-	config.APIOpenAIResponses: {"/v1/responses",
+	config.APIOpenAIResponses: {"/v1/responses", "",
 		`{"model":"m","instructions":"sys","input":[{"role":"user","content":[{"type":"input_text","text":"do it"}]}],"tools":[{"type":"function","name":"run","parameters":{"type":"object"}}]}`,
 		`{"model":"m","input":[{"role":"user","content":"do it"},{"type":"function_call","call_id":"call_1","name":"run","arguments":"{}"},{"type":"function_call_output","call_id":"call_1","output":"file.txt"}]}`},
-	config.APIAnthropic: {"/v1/messages",
+	config.APIAnthropic: {"/v1/messages", "",
 		`{"model":"m","max_tokens":100,"system":"sys","messages":[{"role":"user","content":"do it"}],"tools":[{"name":"run","input_schema":{"type":"object"}}]}`,
 		`{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"do it"},{"role":"assistant","content":[{"type":"tool_use","id":"call_1","name":"run","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_1","content":"file.txt"}]}]}`},
+	config.APIGemini: {"/v1beta/models/m:generateContent", "/v1beta/models/m:streamGenerateContent?alt=sse",
+		`{"systemInstruction":{"parts":[{"text":"sys"}]},"contents":[{"role":"user","parts":[{"text":"do it"}]}],"tools":[{"functionDeclarations":[{"name":"run","parameters":{"type":"OBJECT"}}]}]}`,
+		`{"contents":[{"role":"user","parts":[{"text":"do it"}]},{"role":"model","parts":[{"functionCall":{"id":"call_1","name":"run","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"id":"call_1","name":"run","response":{"output":"file.txt"}}}]}]}`},
 }
 
 func newGateway(t *testing.T, api string, p llm.Provider, ledger *llm.Ledger) (*Gateway, *httptest.Server) {
@@ -87,11 +91,13 @@ func TestGatewayRoundTripsToolCallsInEveryShape(t *testing.T) {
 				model := &toolModel{}
 				ledger := llm.NewLedger(llm.Limits{})
 				g, srv := newGateway(t, api, model, ledger)
-				first, second := sh.first, sh.second
-				if stream {
+				path, first, second := sh.path, sh.first, sh.second
+				if stream && sh.streamPath != "" {
+					path = sh.streamPath
+				} else if stream {
 					first = strings.Replace(first, `{"model":"m"`, `{"model":"m","stream":true`, 1)
 				}
-				resp, body := post(t, srv.URL+sh.path, "tok", first)
+				resp, body := post(t, srv.URL+path, "tok", first)
 				if resp.StatusCode != http.StatusOK {
 					t.Fatalf("status %d: %s", resp.StatusCode, body)
 				}
