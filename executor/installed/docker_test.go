@@ -173,7 +173,7 @@ func TestInstalledAgentDockerThroughTheGateway(t *testing.T) {
 	rt := testRuntime(t)
 	d := testDocker(t, rt)
 	task := standinTask(t)
-	for _, api := range []string{config.APIOpenAI, config.APIOpenAIResponses, config.APIAnthropic} {
+	for _, api := range config.APIShapes() {
 		t.Run(api, func(t *testing.T) {
 			srv := llmtest.NewServer(t)
 			srv.Push(
@@ -227,8 +227,11 @@ func checkContainerEnv(t *testing.T, job, api string) {
 		t.Errorf("the configured key is in the agent's environment:\n%s", env)
 	}
 	keyVar, urlVar := "OPENAI_API_KEY=harness-trial-", "OPENAI_BASE_URL=http://"
-	if api == config.APIAnthropic {
+	switch api {
+	case config.APIAnthropic:
 		keyVar, urlVar = "ANTHROPIC_API_KEY=harness-trial-", "ANTHROPIC_BASE_URL=http://"
+	case config.APIGemini:
+		keyVar, urlVar = "GEMINI_API_KEY=harness-trial-", "GOOGLE_GEMINI_BASE_URL=http://"
 	}
 	for _, want := range []string{keyVar, urlVar, "HARNESS_MODEL=fake-model", "HARNESS_MODEL_BASE_URL=http://"} {
 		if !strings.Contains(env, want) {

@@ -15,9 +15,10 @@ const (
 
 // Env is the agent's environment for a gateway at url (scheme, host and
 // port): the base URL under the harness's name and under the one its API
-// shape's clients read (OpenAI's ends in /v1, Anthropic's does not), the
-// model, and the trial's token in the shape's key variable. The agent's
-// own env comes first, so none of these can be overridden.
+// shape's clients read (OpenAI's ends in /v1, Anthropic's and Gemini's do
+// not: their clients add the version), the model, and the trial's token in
+// the shape's key variable. The agent's own env comes first, so none of
+// these can be overridden.
 func (a *Agent) Env(url, model, token string) map[string]string {
 	env := maps.Clone(a.Spec.Env)
 	if env == nil {
@@ -25,10 +26,18 @@ func (a *Agent) Env(url, model, token string) map[string]string {
 	}
 	url = strings.TrimRight(url, "/")
 	env[EnvModel] = model
-	if a.Spec.API == config.APIAnthropic {
+	switch a.Spec.API {
+	case config.APIAnthropic:
 		env[EnvBaseURL] = url
 		env["ANTHROPIC_BASE_URL"] = url
 		env["ANTHROPIC_API_KEY"] = token
+		return env
+	case config.APIGemini:
+		// GOOGLE_GEMINI_BASE_URL is read by Google's Node SDK
+		// (@google/genai), which Gemini CLI calls the model through.
+		env[EnvBaseURL] = url
+		env["GOOGLE_GEMINI_BASE_URL"] = url
+		env["GEMINI_API_KEY"] = token
 		return env
 	}
 	env[EnvBaseURL] = url + "/v1"

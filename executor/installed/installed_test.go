@@ -17,10 +17,12 @@ func TestEnvPutsTheGatewayWhereEachShapeLooks(t *testing.T) {
 		none []string
 	}{
 		{config.APIOpenAI, map[string]string{"OPENAI_BASE_URL": "http://172.18.0.1:4000/v1", "OPENAI_API_KEY": "tok",
-			EnvBaseURL: "http://172.18.0.1:4000/v1", EnvModel: "m1", "EXTRA": "x"}, []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"}},
+			EnvBaseURL: "http://172.18.0.1:4000/v1", EnvModel: "m1", "EXTRA": "x"}, []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "GEMINI_API_KEY"}},
 		{config.APIOpenAIResponses, map[string]string{"OPENAI_BASE_URL": "http://172.18.0.1:4000/v1", "OPENAI_API_KEY": "tok"}, []string{"ANTHROPIC_API_KEY"}},
 		{config.APIAnthropic, map[string]string{"ANTHROPIC_BASE_URL": "http://172.18.0.1:4000", "ANTHROPIC_API_KEY": "tok",
-			EnvBaseURL: "http://172.18.0.1:4000", EnvModel: "m1"}, []string{"OPENAI_API_KEY", "OPENAI_BASE_URL"}},
+			EnvBaseURL: "http://172.18.0.1:4000", EnvModel: "m1"}, []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "GEMINI_API_KEY"}},
+		{config.APIGemini, map[string]string{"GOOGLE_GEMINI_BASE_URL": "http://172.18.0.1:4000", "GEMINI_API_KEY": "tok",
+			EnvBaseURL: "http://172.18.0.1:4000", EnvModel: "m1"}, []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.api, func(t *testing.T) {

@@ -30,7 +30,7 @@ func TestPresetsRenderTheirDocumentedCommands(t *testing.T) {
 		{"codex", config.APIOpenAIResponses, "~/.codex/skills", "AGENTS.md",
 			[]string{"codex exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--model 'm1'", "- < '/tmp/harness-agent/instruction.md'"},
 			[]string{"npm install -g @openai/codex"}},
-		{"gemini-cli", config.APIOpenAI, ".gemini/skills", "GEMINI.md",
+		{"gemini-cli", config.APIGemini, ".gemini/skills", "GEMINI.md",
 			[]string{"gemini --yolo", "--model 'm1'", "--prompt"}, []string{"npm install -g @google/gemini-cli"}},
 		{"opencode", config.APIOpenAI, ".opencode/skills", "AGENTS.md",
 			[]string{"opencode run --model \"harness/$HARNESS_MODEL\"", `"baseURL":"{env:OPENAI_BASE_URL}"`, `"apiKey":"{env:OPENAI_API_KEY}"`},

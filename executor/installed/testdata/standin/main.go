@@ -25,7 +25,7 @@ import (
 type call struct{ id, name, args string }
 
 func main() {
-	api := flag.String("api", "openai", "openai, openai-responses or anthropic")
+	api := flag.String("api", "openai", "openai, openai-responses, anthropic or gemini")
 	file := flag.String("instruction-file", "", "the instruction")
 	skills := flag.String("skills", "", "the skills folder")
 	logs := flag.String("logs", "/tmp/standin", "where to write the environment")
@@ -109,6 +109,10 @@ var schemas = map[string]map[string]any{
 }
 
 func (c *client) user(text string) {
+	if c.api == "gemini" {
+		c.history = append(c.history, map[string]any{"role": "user", "parts": []any{map[string]any{"text": text}}})
+		return
+	}
 	c.history = append(c.history, map[string]any{"role": "user", "content": text})
 }
 
@@ -119,6 +123,10 @@ func (c *client) result(tc call, out string) {
 			map[string]any{"type": "tool_result", "tool_use_id": tc.id, "content": out}}})
 	case "openai-responses":
 		c.history = append(c.history, map[string]any{"type": "function_call_output", "call_id": tc.id, "output": out})
+	case "gemini":
+		// No id: Gemini matches a response to its call by name.
+		c.history = append(c.history, map[string]any{"role": "user", "parts": []any{
+			map[string]any{"functionResponse": map[string]any{"name": tc.name, "response": map[string]any{"output": out}}}}})
 	default:
 		c.history = append(c.history, map[string]any{"role": "tool", "tool_call_id": tc.id, "content": out})
 	}
@@ -133,6 +141,8 @@ func (c *client) request() (path string, body map[string]any, header http.Header
 			tools = append(tools, map[string]any{"name": name, "input_schema": schemas[name]})
 		case "openai-responses":
 			tools = append(tools, map[string]any{"type": "function", "name": name, "parameters": schemas[name]})
+		case "gemini":
+			tools = append(tools, map[string]any{"name": name, "parametersJsonSchema": schemas[name]})
 		default:
 			tools = append(tools, map[string]any{"type": "function", "function": map[string]any{"name": name, "parameters": schemas[name]}})
 		}
@@ -146,6 +156,11 @@ func (c *client) request() (path string, body map[string]any, header http.Header
 		header.Set("Authorization", "Bearer "+os.Getenv("OPENAI_API_KEY"))
 		return os.Getenv("OPENAI_BASE_URL") + "/responses", map[string]any{"model": c.model,
 			"instructions": "You are a stand-in agent.", "input": c.history, "tools": tools}, header
+	case "gemini":
+		header.Set("x-goog-api-key", os.Getenv("GEMINI_API_KEY"))
+		return os.Getenv("GOOGLE_GEMINI_BASE_URL") + "/v1beta/models/" + c.model + ":streamGenerateContent?alt=sse", map[string]any{
+			"systemInstruction": map[string]any{"parts": []any{map[string]any{"text": "You are a stand-in agent."}}},
+			"contents":          c.history, "tools": []any{map[string]any{"functionDeclarations": tools}}}, header
 	}
 	header.Set("Authorization", "Bearer "+os.Getenv("OPENAI_API_KEY"))
 	msgs := append([]any{map[string]any{"role": "system", "content": "You are a stand-in agent."}}, c.history...)
@@ -174,6 +189,8 @@ func (c *client) complete() (string, []call, error) {
 		return c.anthropic(raw)
 	case "openai-responses":
 		return c.responses(raw)
+	case "gemini":
+		return c.gemini(raw)
 	}
 	return c.chat(raw)
 }
@@ -288,5 +305,49 @@ func (c *client) anthropic(raw []byte) (string, []call, error) {
 		content = append(content, map[string]any{"type": "text", "text": b.Text})
 	}
 	c.history = append(c.history, map[string]any{"role": "assistant", "content": content})
+	return text, calls, nil
+}
+
+// gemini reads a streamed generateContent answer: each event is a whole
+// response whose parts add to the model's turn.
+func (c *client) gemini(raw []byte) (string, []call, error) {
+	var text string
+	var calls []call
+	var parts []any
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Candidates []struct {
+				Content struct {
+					Parts []struct {
+						Text         string `json:"text"`
+						FunctionCall *struct {
+							ID   string          `json:"id"`
+							Name string          `json:"name"`
+							Args json.RawMessage `json:"args"`
+						} `json:"functionCall"`
+					} `json:"parts"`
+				} `json:"content"`
+			} `json:"candidates"`
+		}
+		if err := json.Unmarshal([]byte(data), &ev); err != nil || len(ev.Candidates) == 0 {
+			return "", nil, fmt.Errorf("read the event %s: %v", data, err)
+		}
+		for _, p := range ev.Candidates[0].Content.Parts {
+			if fc := p.FunctionCall; fc != nil {
+				calls = append(calls, call{fc.ID, fc.Name, string(fc.Args)})
+				parts = append(parts, map[string]any{"functionCall": map[string]any{"id": fc.ID, "name": fc.Name, "args": fc.Args}})
+				continue
+			}
+			text += p.Text
+			parts = append(parts, map[string]any{"text": p.Text})
+		}
+	}
+	c.history = append(c.history, map[string]any{"role": "model", "parts": parts})
 	return text, calls, nil
 }
