@@ -1,9 +1,10 @@
 // Package gateway is the model endpoint an installed agent talks to. It
 // speaks the agent's API shape (OpenAI chat completions, the OpenAI
-// Responses API, Anthropic messages, or Google's Gemini API), checks a token that is worthless
-// outside one trial, and turns each call into one llm.Client call, so the
-// agent's model calls go through the same ledger, budget, call log and
-// redactor as the lab's own, and the real key never reaches the agent.
+// Responses API, Anthropic messages, or Google's Gemini API), checks a
+// token that is worthless outside one trial, and turns each call into one
+// llm.Client call, so the agent's model calls go through the same ledger,
+// budget, call log and redactor as the lab's own, and the real key never
+// reaches the agent.
 package gateway
 
 import (
