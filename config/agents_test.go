@@ -92,3 +92,23 @@ func TestValidateInstalledAgent(t *testing.T) {
 		})
 	}
 }
+
+// The variables the harness sets for the gemini shape, and GOOGLE_API_KEY,
+// which Google's SDK prefers to GEMINI_API_KEY, cannot come from an
+// agent's env, where a real key would take the trial token's place.
+func TestValidateRefusesGeminiKeyVariablesInEnv(t *testing.T) {
+	for _, v := range []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"} {
+		t.Run(v, func(t *testing.T) {
+			body := strings.Replace(standInAgent, `env = { STANDIN_MODE = "fast" }`, `env = { `+v+` = "x" }`, 1)
+			body = strings.Replace(body, `api = "anthropic"`, `api = "gemini"`, 1)
+			dir, _ := writeLayer(t, body)
+			if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), `cannot set "`+v+`"`) {
+				t.Errorf("Load error = %v, want env refused for %s", err, v)
+			}
+		})
+	}
+	dir, _ := writeLayer(t, strings.Replace(standInAgent, `api = "anthropic"`, `api = "gemini"`, 1))
+	if _, err := Load(dir); err != nil {
+		t.Errorf("an agent with api = \"gemini\" is refused: %v", err)
+	}
+}
