@@ -35,7 +35,16 @@ type Cluster struct {
 	Dir string
 	// Conf is its slurm.conf; Start sets SLURM_CONF to it for the test.
 	Conf string
+	// KillWait is how long the cluster waits after the SIGTERM of a
+	// plain scancel (or a time limit) before it kills what is left of a
+	// job.
+	KillWait time.Duration
 }
+
+// killWait is the cluster's KillWait: a tenth of Slurm's default, so that
+// a test sees a job that does not end on SIGTERM killed, as a real cluster
+// would, without waiting half a minute for it.
+const killWait = 3 * time.Second
 
 // Unavailable ends t: a failure where Slurm is required, else a skip.
 func Unavailable(t testing.TB, format string, args ...any) {
@@ -63,7 +72,7 @@ func Start(t *testing.T) *Cluster {
 		t.Fatalf("host name: %v", err)
 	}
 	host, _, _ = strings.Cut(host, ".")
-	c := &Cluster{Dir: t.TempDir()}
+	c := &Cluster{Dir: t.TempDir(), KillWait: killWait}
 	c.Conf = filepath.Join(c.Dir, "slurm.conf")
 	for _, sub := range []string{"state", "log", "spool/" + Nodes[0], "spool/" + Nodes[1]} {
 		if err := os.MkdirAll(filepath.Join(c.Dir, sub), 0o755); err != nil {
@@ -114,8 +123,8 @@ ReturnToService=2
 MpiDefault=none
 SwitchType=switch/none
 MailProg=/bin/true
-KillWait=10
-`, host, ports[0], c.Dir)
+KillWait=%[4]d
+`, host, ports[0], c.Dir, int(c.KillWait.Seconds()))
 	for i, n := range Nodes {
 		fmt.Fprintf(&b, "NodeName=%s NodeHostname=%s NodeAddr=127.0.0.1 Port=%d CPUs=1 RealMemory=100 State=UNKNOWN\n", n, host, ports[i+1])
 	}
