@@ -85,7 +85,8 @@ func Start(t *testing.T) *Cluster {
 	}
 	t.Setenv("SLURM_CONF", c.Conf)
 	var procs []*exec.Cmd
-	t.Cleanup(func() { c.stop(t, procs) })
+	dog := c.watchdog(t)
+	t.Cleanup(func() { c.stop(t, procs, dog) })
 	procs = append(procs, c.daemon(t, "slurmctld", "slurmctld", "-D", "-f", c.Conf))
 	for _, n := range Nodes {
 		procs = append(procs, c.daemon(t, "slurmd-"+n, "slurmd", "-D", "-N", n, "-f", c.Conf))
@@ -153,7 +154,7 @@ func freePorts(t *testing.T, n int) []int {
 
 // daemon starts one daemon in its own process group, its output in log/.
 // It dies with the test process, so a test that times out leaves no
-// daemon behind.
+// daemon behind; the watchdog ends the jobs it started.
 func (c *Cluster) daemon(t *testing.T, name, bin string, args ...string) *exec.Cmd {
 	t.Helper()
 	out, err := os.Create(filepath.Join(c.Dir, "log", name+".out"))
@@ -164,7 +165,7 @@ func (c *Cluster) daemon(t *testing.T, name, bin string, args ...string) *exec.C
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.Conf)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	dieWithParent(cmd.SysProcAttr)
+	whenParentDies(cmd.SysProcAttr, syscall.SIGKILL)
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", bin, err)
 	}
@@ -202,8 +203,13 @@ func (c *Cluster) Command(ctx context.Context, name string, args ...string) ([]b
 }
 
 // stop cancels every job still queued, waits for them to leave the
-// queue, then stops the daemons.
-func (c *Cluster) stop(t *testing.T, procs []*exec.Cmd) {
+// queue, then stops the daemons and the watchdog.
+func (c *Cluster) stop(t *testing.T, procs []*exec.Cmd, dog *exec.Cmd) {
+	defer func() {
+		// SIGKILL: its SIGTERM handler is for a test process that died.
+		_ = syscall.Kill(-dog.Process.Pid, syscall.SIGKILL)
+		_ = dog.Wait()
+	}()
 	ctx := context.Background()
 	if out, err := c.Command(ctx, "squeue", "--noheader", "--format=%A"); err == nil && len(bytes.TrimSpace(out)) > 0 {
 		for _, id := range strings.Fields(string(out)) {
