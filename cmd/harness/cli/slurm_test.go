@@ -141,13 +141,10 @@ func TestMatrixOnSlurmMatchesLocal(t *testing.T) {
 	// The two matrices are independent: the local one runs while the
 	// Slurm one does, from a task cache of its own so that neither writes
 	// into the other's.
-	localOut, slurmOut, localCfg := t.TempDir(), t.TempDir(), slurmConfigDir(t)
-	localDone := make(chan result, 1)
-	go func() {
-		localDone <- runCLI(t, engineFactory(), slurmMatrixArgs(localCfg, localOut, "--launcher", "local")...)
-	}()
+	localOut, slurmOut := t.TempDir(), t.TempDir()
+	waitLocal := runInBackground(t, engineFactory(), slurmMatrixArgs(slurmConfigDir(t), localOut, "--launcher", "local")...)
 	r := runCLI(t, slurmFactory(t), slurmMatrixArgs(cfgDir, slurmOut, "--launcher", "slurm")...)
-	if lr := <-localDone; lr.code != ExitOK {
+	if lr := waitLocal(); lr.code != ExitOK {
 		t.Fatalf("local: exit %d\n%s\n%s", lr.code, lr.out, lr.errOut)
 	}
 	if r.code != ExitOK {
