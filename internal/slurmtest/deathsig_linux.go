@@ -2,6 +2,6 @@ package slurmtest
 
 import "syscall"
 
-// dieWithParent has the kernel kill a daemon when the test process dies
-// (a test timeout panics, a kill -9), which no cleanup can do.
-func dieWithParent(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGKILL }
+// whenParentDies has the kernel send a process sig when the test process
+// dies (a test timeout panics, a kill -9), which no cleanup can do.
+func whenParentDies(a *syscall.SysProcAttr, sig syscall.Signal) { a.Pdeathsig = sig }

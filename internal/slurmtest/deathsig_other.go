@@ -4,6 +4,6 @@ package slurmtest
 
 import "syscall"
 
-// dieWithParent does nothing where the kernel cannot signal a child when
-// its parent dies; the test's cleanup still stops the daemons.
-func dieWithParent(*syscall.SysProcAttr) {}
+// whenParentDies does nothing where the kernel cannot signal a child when
+// its parent dies; the test's cleanup still stops the cluster.
+func whenParentDies(*syscall.SysProcAttr, syscall.Signal) {}

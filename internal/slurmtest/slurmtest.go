@@ -35,7 +35,16 @@ type Cluster struct {
 	Dir string
 	// Conf is its slurm.conf; Start sets SLURM_CONF to it for the test.
 	Conf string
+	// KillWait is how long the cluster waits after the SIGTERM of a
+	// plain scancel (or a time limit) before it kills what is left of a
+	// job.
+	KillWait time.Duration
 }
+
+// killWait is the cluster's KillWait: a tenth of Slurm's default, so that
+// a test sees a job that does not end on SIGTERM killed, as a real cluster
+// would, without waiting half a minute for it.
+const killWait = 3 * time.Second
 
 // Unavailable ends t: a failure where Slurm is required, else a skip.
 func Unavailable(t testing.TB, format string, args ...any) {
@@ -63,7 +72,7 @@ func Start(t *testing.T) *Cluster {
 		t.Fatalf("host name: %v", err)
 	}
 	host, _, _ = strings.Cut(host, ".")
-	c := &Cluster{Dir: t.TempDir()}
+	c := &Cluster{Dir: t.TempDir(), KillWait: killWait}
 	c.Conf = filepath.Join(c.Dir, "slurm.conf")
 	for _, sub := range []string{"state", "log", "spool/" + Nodes[0], "spool/" + Nodes[1]} {
 		if err := os.MkdirAll(filepath.Join(c.Dir, sub), 0o755); err != nil {
@@ -76,7 +85,8 @@ func Start(t *testing.T) *Cluster {
 	}
 	t.Setenv("SLURM_CONF", c.Conf)
 	var procs []*exec.Cmd
-	t.Cleanup(func() { c.stop(t, procs) })
+	dog := c.watchdog(t)
+	t.Cleanup(func() { c.stop(t, procs, dog) })
 	procs = append(procs, c.daemon(t, "slurmctld", "slurmctld", "-D", "-f", c.Conf))
 	for _, n := range Nodes {
 		procs = append(procs, c.daemon(t, "slurmd-"+n, "slurmd", "-D", "-N", n, "-f", c.Conf))
@@ -114,8 +124,8 @@ ReturnToService=2
 MpiDefault=none
 SwitchType=switch/none
 MailProg=/bin/true
-KillWait=10
-`, host, ports[0], c.Dir)
+KillWait=%[4]d
+`, host, ports[0], c.Dir, int(c.KillWait.Seconds()))
 	for i, n := range Nodes {
 		fmt.Fprintf(&b, "NodeName=%s NodeHostname=%s NodeAddr=127.0.0.1 Port=%d CPUs=1 RealMemory=100 State=UNKNOWN\n", n, host, ports[i+1])
 	}
@@ -144,7 +154,7 @@ func freePorts(t *testing.T, n int) []int {
 
 // daemon starts one daemon in its own process group, its output in log/.
 // It dies with the test process, so a test that times out leaves no
-// daemon behind.
+// daemon behind; the watchdog ends the jobs it started.
 func (c *Cluster) daemon(t *testing.T, name, bin string, args ...string) *exec.Cmd {
 	t.Helper()
 	out, err := os.Create(filepath.Join(c.Dir, "log", name+".out"))
@@ -155,7 +165,7 @@ func (c *Cluster) daemon(t *testing.T, name, bin string, args ...string) *exec.C
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.Conf)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	dieWithParent(cmd.SysProcAttr)
+	whenParentDies(cmd.SysProcAttr, syscall.SIGKILL)
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", bin, err)
 	}
@@ -193,8 +203,13 @@ func (c *Cluster) Command(ctx context.Context, name string, args ...string) ([]b
 }
 
 // stop cancels every job still queued, waits for them to leave the
-// queue, then stops the daemons.
-func (c *Cluster) stop(t *testing.T, procs []*exec.Cmd) {
+// queue, then stops the daemons and the watchdog.
+func (c *Cluster) stop(t *testing.T, procs []*exec.Cmd, dog *exec.Cmd) {
+	defer func() {
+		// SIGKILL: its SIGTERM handler is for a test process that died.
+		_ = syscall.Kill(-dog.Process.Pid, syscall.SIGKILL)
+		_ = dog.Wait()
+	}()
 	ctx := context.Background()
 	if out, err := c.Command(ctx, "squeue", "--noheader", "--format=%A"); err == nil && len(bytes.TrimSpace(out)) > 0 {
 		for _, id := range strings.Fields(string(out)) {

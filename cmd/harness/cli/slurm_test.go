@@ -38,15 +38,21 @@ func slurmMatrixArgs(cfgDir, out string, extra ...string) []string {
 }
 
 // slurmFactory is engineFactory with Slurm's commands, whose elements run
-// this test binary as the harness.
-func slurmFactory(t *testing.T) *Factory {
+// this test binary as the harness, with the given environment variables
+// (NAME=value) added.
+func slurmFactory(t *testing.T, env ...string) *Factory {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	wrapper := filepath.Join(t.TempDir(), "harness")
-	script := fmt.Sprintf("#!/bin/sh\n%s=1 exec '%s' \"$@\"\n", asHarnessEnv, self)
+	vars := asHarnessEnv + "=1"
+	for _, e := range env {
+		name, value, _ := strings.Cut(e, "=")
+		vars += " " + name + "='" + strings.ReplaceAll(value, "'", `'\''`) + "'"
+	}
+	script := fmt.Sprintf("#!/bin/sh\n%s exec '%s' \"$@\"\n", vars, self)
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -135,13 +141,10 @@ func TestMatrixOnSlurmMatchesLocal(t *testing.T) {
 	// The two matrices are independent: the local one runs while the
 	// Slurm one does, from a task cache of its own so that neither writes
 	// into the other's.
-	localOut, slurmOut, localCfg := t.TempDir(), t.TempDir(), slurmConfigDir(t)
-	localDone := make(chan result, 1)
-	go func() {
-		localDone <- runCLI(t, engineFactory(), slurmMatrixArgs(localCfg, localOut, "--launcher", "local")...)
-	}()
+	localOut, slurmOut := t.TempDir(), t.TempDir()
+	waitLocal := runInBackground(t, engineFactory(), slurmMatrixArgs(slurmConfigDir(t), localOut, "--launcher", "local")...)
 	r := runCLI(t, slurmFactory(t), slurmMatrixArgs(cfgDir, slurmOut, "--launcher", "slurm")...)
-	if lr := <-localDone; lr.code != ExitOK {
+	if lr := waitLocal(); lr.code != ExitOK {
 		t.Fatalf("local: exit %d\n%s\n%s", lr.code, lr.out, lr.errOut)
 	}
 	if r.code != ExitOK {
@@ -194,26 +197,44 @@ func TestMatrixOnSlurmMatchesLocal(t *testing.T) {
 }
 
 // Interrupting a matrix that runs on Slurm cancels its array and leaves it
-// resumable; the resume submits only the unfinished rows and completes the
-// matrix with every row's trials exactly once.
+// resumable: each running element is given the time it needs to save its
+// row and remove its containers, even longer than the cluster's KillWait;
+// the resume submits only the unfinished rows, sweeps nothing, and
+// completes the matrix with the dataset of a matrix never interrupted.
 func TestSlurmMatrixCancelThenResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Slurm cluster and runs containers")
 	}
 	engine := dockerForTest(t)
-	slurmtest.Start(t)
+	cluster := slurmtest.Start(t)
 	cfgDir := slurmConfigDir(t)
 	out := t.TempDir()
 
-	// Interrupt as soon as a row has completed: the cluster runs two
-	// elements at once, so another is running and two are still waiting.
+	// The same matrix, never interrupted, run locally beside the Slurm one
+	// from a task cache of its own: the dataset the resume must end with.
+	refOut := t.TempDir()
+	reference := runInBackground(t, engineFactory(), slurmMatrixArgs(slurmConfigDir(t), refOut, "--launcher", "local")...)
+
+	// Interrupt once a row has completed and a row that had not started
+	// then is running: that element has all its trials ahead, so it cannot
+	// end its row before the cluster would kill it.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	started := make(chan string, 1)
 	go func() {
+		var waiting map[string]bool // rows not started when the first completed
 		for ctx.Err() == nil {
 			if matrices, _ := filepath.Glob(filepath.Join(out, "*-matrix")); len(matrices) == 1 {
-				for _, st := range launch.ReadRows(matrices[0], slurmRows) {
-					if st.Status == rundir.StatusCompleted {
+				rows := launch.ReadRows(matrices[0], slurmRows)
+				if waiting == nil && slices.ContainsFunc(rows, func(st launch.RowState) bool { return st.Status == rundir.StatusCompleted }) {
+					waiting = map[string]bool{}
+					for _, st := range rows {
+						waiting[st.Row] = st.Status == ""
+					}
+				}
+				for _, st := range rows {
+					if waiting[st.Row] && st.Status == rundir.StatusRunning {
+						started <- st.Row
 						cancel()
 						return
 					}
@@ -222,7 +243,9 @@ func TestSlurmMatrixCancelThenResume(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}()
-	f := slurmFactory(t)
+	// Each element takes twice KillWait to stop: killed after KillWait, as
+	// a plain scancel would have it, it could not save its row.
+	f := slurmFactory(t, stopDelayEnv+"="+(2*cluster.KillWait).String())
 	var stdout, stderr strings.Builder
 	f.IO = IOStreams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr}
 	if code := Run(ctx, f, slurmMatrixArgs(cfgDir, out, "--launcher", "slurm")); code != ExitInterrupted {
@@ -230,7 +253,7 @@ func TestSlurmMatrixCancelThenResume(t *testing.T) {
 	}
 	t.Logf("interrupted matrix:\n%s%s", stdout.String(), stderr.String())
 	dir := onlyMatrix(t, out)
-	checkElementsSaved(t, engine, dir, stdout.String())
+	checkElementsSaved(t, engine, dir, <-started, stdout.String())
 	completed := map[string]bool{}
 	for _, st := range launch.ReadRows(dir, slurmRows) {
 		completed[st.Row] = st.Status == rundir.StatusCompleted
@@ -288,6 +311,33 @@ func TestSlurmMatrixCancelThenResume(t *testing.T) {
 	if len(rows) != len(slurmRows)*slurmSmokeTasks {
 		t.Errorf("%d metric rows, want %d", len(rows), len(slurmRows)*slurmSmokeTasks)
 	}
+	ref := reference()
+	if ref.code != ExitOK {
+		t.Fatalf("uninterrupted local matrix: exit %d\n%s\n%s", ref.code, ref.out, ref.errOut)
+	}
+	if want, got := sortedMetrics(t, onlyMatrix(t, refOut)), sortedMetrics(t, dir); !slices.Equal(want, got) {
+		t.Errorf("the resumed matrix's dataset differs from the uninterrupted one:\nuninterrupted:\n%s\nresumed:\n%s", strings.Join(want, "\n"), strings.Join(got, "\n"))
+	}
+}
+
+// runInBackground runs a command line beside the test; the function it
+// returns waits for its result. A test that ends first interrupts it and
+// waits for it, so that it writes nothing after the test's directories
+// are removed.
+func runInBackground(t *testing.T, f *Factory, args ...string) func() result {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var r result
+	go func() {
+		defer close(done)
+		var out, errOut strings.Builder
+		f.IO = IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+		r.code = Run(ctx, f, args)
+		r.out, r.errOut = out.String(), errOut.String()
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return func() result { <-done; return r }
 }
 
 // sweptRE is a resume's report of leftovers it removed, some of them.
@@ -295,16 +345,21 @@ var sweptRE = regexp.MustCompile(`removed (\d*[1-9]\d* containers|\d+ containers
 
 // checkElementsSaved checks that the cancelled elements of a matrix's
 // array ended as the harness's own Ctrl-C ends a run: no element was
-// killed (Slurm's SIGKILL shows as ExitCode=0:9 in the summary), no row's
-// run.json still says running, and none of the matrix's containers is left.
-func checkElementsSaved(t *testing.T, engine *client.Client, dir, summary string) {
+// killed (Slurm's SIGKILL shows as ExitCode=0:9 in the summary), every row
+// says completed, interrupted, or nothing (never started), the row whose
+// element was running says interrupted, and none of the matrix's
+// containers is left.
+func checkElementsSaved(t *testing.T, engine *client.Client, dir, running, summary string) {
 	t.Helper()
 	if strings.Contains(summary, "ExitCode=0:9") {
 		t.Errorf("an element was killed before it could save its row:\n%s", summary)
 	}
 	for _, st := range launch.ReadRows(dir, slurmRows) {
-		if st.Status == rundir.StatusRunning {
-			t.Errorf("row %s still says running after its element ended", st.Row)
+		switch {
+		case st.Row == running && st.Status != rundir.StatusInterrupted:
+			t.Errorf("row %s, running when the matrix was interrupted, says %q after its element ended, want %q", st.Row, st.Status, rundir.StatusInterrupted)
+		case st.Status != rundir.StatusCompleted && st.Status != rundir.StatusInterrupted && st.Status != "":
+			t.Errorf("row %s says %q after its element ended, want completed or interrupted", st.Row, st.Status)
 		}
 	}
 	d, err := rundir.Open(dir)
