@@ -572,6 +572,43 @@ func (p *Plan) estimate(cfg *config.Config) error {
 		return err
 	}
 
+	unpriced, err := p.price(cfg, rows)
+	if err != nil {
+		return err
+	}
+	if err := p.checkPrices(cfg); err != nil {
+		return err
+	}
+	p.power(cfg)
+	p.gateRates(cfg)
+	if p.BudgetUSD > 0 && p.EstimatedCostUSD > p.BudgetUSD {
+		p.Notes = append(p.Notes, fmt.Sprintf("the estimated cost ($%.2f) exceeds the dollar budget ($%g): the run stops cleanly when the budget is spent (exit code 4) and can be resumed", p.EstimatedCostUSD, p.BudgetUSD))
+	}
+	if p.BudgetTokens > 0 && p.EstimatedTokens > p.BudgetTokens {
+		p.Notes = append(p.Notes, fmt.Sprintf("the estimated tokens (%d) exceed the token budget (%d): the run stops cleanly when the budget is spent (exit code 4) and can be resumed", p.EstimatedTokens, p.BudgetTokens))
+	}
+	if len(unpriced) > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("no price configured for %s: the cost estimate leaves them out", strings.Join(unpriced, ", ")))
+	}
+	if p.cal != nil {
+		p.Notes = append(p.Notes, fmt.Sprintf("estimates are measured from %s: its tokens per trial (%d trials), by row and role, validation trials, reviews and reflection included, priced with this configuration",
+			p.cal.dir, p.cal.trials))
+		return nil
+	}
+	agent := "the offline agent's calls"
+	if !p.Offline {
+		agent = "half of each agent's call cap"
+	}
+	p.Notes = append(p.Notes, fmt.Sprintf("estimates come from a model of what each role sends per call (its prompt, its skill, its inputs) and how many calls each trial, batch and reflection makes, with %s and %.0f%% of trials proposing an edit; --estimate-from an earlier run measures them instead",
+		agent, 100*proposalRate))
+	return nil
+}
+
+// price fills the models in use, the tokens by role and the cost from
+// each row's estimate, priced with the row's own configuration; rows whose
+// models differ from cfg's name theirs (RowSpec.Models). It returns the
+// models that have no price.
+func (p *Plan) price(cfg *config.Config, rows []rowEstimate) ([]string, error) {
 	p.Models = map[conditions.Role]string{}
 	p.EstimatedTokensByRole = map[conditions.Role]int64{}
 	p.CostKnown = true
@@ -585,7 +622,7 @@ func (p *Plan) estimate(cfg *config.Config) error {
 			}
 			m, err := rt.cfg.ModelByKey(string(role))
 			if err != nil {
-				return err
+				return nil, err
 			}
 			label := modelLabel(m, role)
 			if base, err := cfg.ModelByKey(string(role)); rt.cfg != cfg && (err != nil || modelLabel(base, role) != label) {
@@ -620,32 +657,7 @@ func (p *Plan) estimate(cfg *config.Config) error {
 			}
 		}
 	}
-	if err := p.checkPrices(cfg); err != nil {
-		return err
-	}
-	p.power(cfg)
-	p.gateRates(cfg)
-	if p.BudgetUSD > 0 && p.EstimatedCostUSD > p.BudgetUSD {
-		p.Notes = append(p.Notes, fmt.Sprintf("the estimated cost ($%.2f) exceeds the dollar budget ($%g): the run stops cleanly when the budget is spent (exit code 4) and can be resumed", p.EstimatedCostUSD, p.BudgetUSD))
-	}
-	if p.BudgetTokens > 0 && p.EstimatedTokens > p.BudgetTokens {
-		p.Notes = append(p.Notes, fmt.Sprintf("the estimated tokens (%d) exceed the token budget (%d): the run stops cleanly when the budget is spent (exit code 4) and can be resumed", p.EstimatedTokens, p.BudgetTokens))
-	}
-	if len(unpriced) > 0 {
-		p.Notes = append(p.Notes, fmt.Sprintf("no price configured for %s: the cost estimate leaves them out", strings.Join(unpriced, ", ")))
-	}
-	if p.cal != nil {
-		p.Notes = append(p.Notes, fmt.Sprintf("estimates are measured from %s: its tokens per trial (%d trials), by row and role, validation trials, reviews and reflection included, priced with this configuration",
-			p.cal.dir, p.cal.trials))
-		return nil
-	}
-	agent := "the offline agent's calls"
-	if !p.Offline {
-		agent = "half of each agent's call cap"
-	}
-	p.Notes = append(p.Notes, fmt.Sprintf("estimates come from a model of what each role sends per call (its prompt, its skill, its inputs) and how many calls each trial, batch and reflection makes, with %s and %.0f%% of trials proposing an edit; --estimate-from an earlier run measures them instead",
-		agent, 100*proposalRate))
-	return nil
+	return unpriced, nil
 }
 
 // rowEstimate is one row's estimated tokens by model, and the
