@@ -3,6 +3,7 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -839,8 +840,27 @@ func (p *Plan) checkPrices(cfg *config.Config) error {
 			missing = append(missing, fmt.Sprintf("models.%s (%s)", role, m.Model))
 		}
 	}
+	// A row's own models are called too.
+	for _, r := range p.Rows {
+		if len(r.ModelOverrides) == 0 {
+			continue
+		}
+		rc, err := p.rowConfig(cfg, r)
+		if err != nil {
+			return err
+		}
+		for _, key := range slices.Sorted(maps.Keys(r.ModelOverrides)) {
+			m, err := rc.ModelByKey(key)
+			if err != nil || m.Provider == config.ProviderOffline {
+				continue
+			}
+			if m.PriceInputPerMTok == nil || m.PriceOutputPerMTok == nil {
+				missing = append(missing, fmt.Sprintf("row %s's models.%s (%s)", r.Name, key, m.Model))
+			}
+		}
+	}
 	if len(missing) > 0 {
-		return fmt.Errorf("a dollar budget of $%g is set, but %s %s no price: add price_input_per_mtok and price_output_per_mtok to each in your --config-dir file, or budget tokens with --budget-tokens instead",
+		return fmt.Errorf("a dollar budget of $%g is set, but %s %s no price: add price_input_per_mtok and price_output_per_mtok to each in your --config-dir file (a row's in its [rows.models.<key>] table), or budget tokens with --budget-tokens instead",
 			p.BudgetUSD, strings.Join(missing, ", "), pluralHas(len(missing)))
 	}
 	return nil

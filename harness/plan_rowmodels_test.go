@@ -166,3 +166,29 @@ func TestDryRunPricesOwnSkillValidationOnTheStudentsModel(t *testing.T) {
 		t.Errorf("skill lines %+v: want the lab's, then weak's", lines)
 	}
 }
+
+// A dollar budget refuses a row whose own model has no price, naming the
+// row and the model; priced, the row runs under it.
+func TestDollarBudgetChecksRowModels(t *testing.T) {
+	tests := []struct {
+		name, prices string
+		wantErr      bool
+	}{
+		{"unpriced", "", true},
+		{"priced", "price_input_per_mtok = 1.0\nprice_output_per_mtok = 2.0\n", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			file := "[[rows]]\nname = \"other\"\npreset = \"no_feedback\"\n[rows.models.executor]\nmodel = \"other/model\"\ncontext_tokens = 32768\n" + tc.prices
+			mf, err := ParseMatrixFile([]byte(file), "m.toml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			budget := 100.0
+			_, err = BuildMatrixPlan(rundirTestConfig(t), PlanOptions{Rows: mf.Rows, Tasks: []string{"a"}, Iterations: 1, BudgetUSD: &budget})
+			if tc.wantErr != (err != nil) || (err != nil && !strings.Contains(err.Error(), "row other's models.executor (other/model)")) {
+				t.Errorf("error %v, want one naming row other's model: %v", err, tc.wantErr)
+			}
+		})
+	}
+}
