@@ -351,3 +351,31 @@ func sortedKeys[K ~string, V any](m map[K]V) []K {
 	slices.Sort(keys)
 	return keys
 }
+
+// Overlay returns a copy of c with tables laid over it as a --config-dir
+// layer lays its file (per key; a new lab starts from the default lab, a
+// new model from the executor's) and the result validated. tables holds
+// top-level sections, such as {"models": {...}, "labs": {...}}; name
+// names their source in errors. It leaves c as it was.
+func (c *Config) Overlay(tables map[string]any, name string) (*Config, error) {
+	var buf bytes.Buffer
+	if err := toml.NewEncoder(&buf).Encode(tables); err != nil {
+		return nil, &Error{File: name, Msg: fmt.Sprintf("cannot encode the overrides: %v", err)}
+	}
+	out := c.Clone()
+	out.warnings = nil
+	meta, err := decodeLayer(out, buf.Bytes(), name, true)
+	if err == nil {
+		// Lines would point into the encoded text, not at the source.
+		meta.lines = nil
+		err = validateFile(out, name, meta)
+	}
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			e.Line = 0
+		}
+		return nil, err
+	}
+	return out, nil
+}

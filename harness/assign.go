@@ -156,7 +156,9 @@ func sortedModelKeys(cfg *config.Config) []conditions.Role {
 // LabPlan is how a lab's students meet the plan's tasks: the declared
 // assignment and each student's model, executor mode and skill.
 type LabPlan struct {
-	Lab        string        `json:"lab"`
+	Lab string `json:"lab"`
+	// Row is set when the lab is as one row's own keys change it.
+	Row        string        `json:"row,omitempty"`
 	Assignment string        `json:"assignment"`
 	Students   []StudentPlan `json:"students"`
 }
@@ -180,17 +182,27 @@ func (p *Plan) fillStudents(cfg *config.Config) error {
 	}
 	var seen []string
 	for _, r := range p.Rows {
-		if slices.Contains(seen, r.Lab) {
+		own := len(r.ModelOverrides)+len(r.LabOverrides) > 0
+		if !own && slices.Contains(seen, r.Lab) {
 			continue
 		}
-		seen = append(seen, r.Lab)
-		lab, err := cfg.Lab(r.Lab)
+		lp := LabPlan{Lab: r.Lab}
+		if own {
+			lp.Row = r.Name
+		} else {
+			seen = append(seen, r.Lab)
+		}
+		rowCfg, err := p.rowConfig(cfg, r)
 		if err != nil {
 			return err
 		}
-		lp := LabPlan{Lab: r.Lab, Assignment: lab.Assign()}
+		lab, err := rowCfg.Lab(r.Lab)
+		if err != nil {
+			return err
+		}
+		lp.Assignment = lab.Assign()
 		for _, st := range lab.Roster() {
-			m, err := cfg.ModelByKey(st.ModelKey)
+			m, err := rowCfg.ModelByKey(st.ModelKey)
 			if err != nil {
 				return fmt.Errorf("lab %s, student %s: %w", r.Lab, st.ID, err)
 			}

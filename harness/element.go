@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/mediated-coevo/harness/harness/rundir"
 )
@@ -32,9 +33,13 @@ func (ex *planExecution) element(ctx context.Context) (*Outcome, error) {
 	if err := ex.checkFingerprint(md); err != nil {
 		return &Outcome{Dir: md.Path, Status: rundir.StatusFailed, Resumed: true, Err: err}, nil
 	}
-	rows := md.Manifest().Rows
-	if len(rows) == 0 {
-		rows = rowNames(p.Rows)
+	// The other rows are known here by name only; their checkpoints are
+	// read as they are.
+	rows := p.Rows
+	for _, name := range md.Manifest().Rows {
+		if !slices.ContainsFunc(rows, func(r RowSpec) bool { return r.Name == name }) {
+			rows = append(slices.Clip(rows), RowSpec{Name: name})
+		}
 	}
 	if err := ex.restoreMatrixLedger(md, rows); err != nil {
 		return nil, err

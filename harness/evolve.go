@@ -162,7 +162,7 @@ func (r *Run) reviewBatch(ctx context.Context, it int, l skillLine) (_ []rundir.
 		// trial's reward and the later ones. A proposal's own outcome comes
 		// only with its batch's decision (see History).
 		batch[i].DelayedReward, batch[i].LaterRewards = nil, nil
-		for _, tr := range r.history.RewardsAfter(batch[i].TaskID, batch[i].Iteration) {
+		for _, tr := range r.history.RewardsAfter(batch[i].TaskID, batch[i].Student, batch[i].Iteration) {
 			batch[i].LaterRewards = append(batch[i].LaterRewards, mediator.TrialReward{Iteration: tr.Iteration, Reward: tr.Reward})
 		}
 		if len(batch[i].LaterRewards) > 0 {

@@ -446,7 +446,7 @@ func TestReflectionPairsDecisionsByTheirOwnOutcomes(t *testing.T) {
 		must(h.Add(rundir.Entry{ID: id, Role: "planner", Kind: kind, TaskID: task, Iteration: it}))
 	}
 	settle := func(task string, it int, reward float64) {
-		_, err := h.Settle(task, it, fmt.Sprintf("t%d", it), &reward, true, "ok")
+		_, err := h.Settle(task, "", it, fmt.Sprintf("t%d", it), &reward, true, "ok")
 		must(err)
 	}
 	// Iteration 1: a's plan scores 0, b's 1; each proposes an edit.
@@ -527,7 +527,7 @@ func TestAdvisorSeesProposalEvidence(t *testing.T) {
 				t.Errorf("the Advisor's prompt lacks the report %s was proposed from (%q)", e.ID, report.Content)
 			}
 			var want []string
-			for _, r := range h.RewardsAfter(e.TaskID, e.Iteration) {
+			for _, r := range h.RewardsAfter(e.TaskID, "", e.Iteration) {
 				if r.Iteration <= reviewedAt[batchID] {
 					want = append(want, fmt.Sprintf("iteration %d: %.3f", r.Iteration, r.Reward))
 				}

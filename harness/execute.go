@@ -135,7 +135,11 @@ func (ex *planExecution) meta() config.RunMeta {
 
 // prepareRow creates a row directory with its own copy of the skills.
 func (ex *planExecution) prepareRow(base, dirName string, row RowSpec, matrixID string) (*rundir.Dir, error) {
-	cfg := ex.cfg.Clone()
+	cfg, err := ex.rowConfig(row)
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.Clone()
 	cfg.Experiment.Seed = row.Seed
 	d, err := rundir.Create(base, rundir.Spec{Manifest: ex.manifest(row, matrixID), DirName: dirName, Config: cfg, Meta: ex.meta(),
 		Hold: true})
@@ -186,26 +190,37 @@ func (ex *planExecution) single(ctx context.Context) (*Outcome, error) {
 	return out, nil
 }
 
+// rowConfig is the configuration a row runs with: the plan's, with the
+// row's own models and lab keys laid over it.
+func (ex *planExecution) rowConfig(row RowSpec) (*config.Config, error) {
+	return ex.opts.Plan.rowConfig(ex.cfg, row)
+}
+
 func (ex *planExecution) runRow(ctx context.Context, d *rundir.Dir, row RowSpec, matrixID string, ledger *llm.Ledger) RowOutcome {
 	p := ex.opts.Plan
 	ro := RowOutcome{Name: row.Name, Dir: d.Path}
-	calls, err := OpenCallLog(d.Path, ex.cfg)
+	cfg, err := ex.rowConfig(row)
+	if err != nil {
+		ro.Status, ro.Error, ro.Result = rundir.StatusFailed, err.Error(), Result{Status: rundir.StatusFailed, Err: err}
+		return ro
+	}
+	calls, err := OpenCallLog(d.Path, cfg)
 	if err != nil {
 		ro.Status, ro.Error, ro.Result = rundir.StatusFailed, err.Error(), Result{Status: rundir.StatusFailed, Err: err}
 		return ro
 	}
 	defer calls.Close()
-	clients, err := NewClients(ex.cfg, ledger, row.Seed, ex.opts.Providers, calls, ex.conns)
+	clients, err := NewClients(cfg, ledger, row.Seed, ex.opts.Providers, calls, ex.conns)
 	if err != nil {
 		ro.Status, ro.Error, ro.Result = rundir.StatusFailed, err.Error(), Result{Status: rundir.StatusFailed, Err: err}
 		return ro
 	}
-	newAgent, err := agentFactory(ex.cfg, ex.opts.Plan.Agent, row.Lab, clients)
+	newAgent, err := agentFactory(cfg, ex.opts.Plan.Agent, row.Lab, clients)
 	if err != nil {
 		ro.Status, ro.Error, ro.Result = rundir.StatusFailed, err.Error(), Result{Status: rundir.StatusFailed, Err: err}
 		return ro
 	}
-	run := &Run{Spec: row, Config: ex.cfg, Tasks: ex.tasks, Iterations: p.Iterations, AgentKind: p.Agent,
+	run := &Run{Spec: row, Config: cfg, Tasks: ex.tasks, Iterations: p.Iterations, AgentKind: p.Agent,
 		Offline: p.Offline, MatrixID: matrixID, Dir: d, Concurrency: max(1, p.Concurrency),
 		ForceResume: ex.opts.ForceResume, Meta: ex.meta(), ValidationPool: ex.pool, Trials: ex.trials, NewAgent: newAgent,
 		Clients: clients, Calls: calls, Ledger: ledger, Events: ex.opts.Events,
@@ -356,7 +371,7 @@ func (ex *planExecution) openMatrix() (md *rundir.Dir, refused *Outcome, err err
 	if err := ex.checkFingerprint(md); err != nil {
 		return md, &Outcome{Dir: md.Path, Status: rundir.StatusFailed, Resumed: true, Err: err}, nil
 	}
-	if err := ex.restoreMatrixLedger(md, rowNames(p.Rows)); err != nil {
+	if err := ex.restoreMatrixLedger(md, p.Rows); err != nil {
 		return md, nil, err
 	}
 	if ex.opts.ForceResume {
@@ -514,20 +529,25 @@ func (ex *planExecution) checkFingerprint(md *rundir.Dir) error {
 	if ex.opts.ForceResume {
 		return nil
 	}
-	now := config.Fingerprint(ex.cfg)
-	check := func(dir, was string) error {
+	check := func(dir, was string, cfg *config.Config) error {
+		now := config.Fingerprint(cfg)
 		if was == "" || was == now {
 			return nil
 		}
 		return fmt.Errorf("%w: %s started with fingerprint %s, now %s; resume with the original configuration, or force it (--force) knowing the rows will not be comparable",
 			ErrConfigChanged, dir, short(was), short(now))
 	}
-	if err := check(md.Path, md.Manifest().ConfigFingerprint); err != nil {
+	if err := check(md.Path, md.Manifest().ConfigFingerprint, ex.cfg); err != nil {
 		return err
 	}
 	for _, row := range ex.opts.Plan.Rows {
 		if st := peekState(md.RowPath(row.Name)); st != nil {
-			if err := check(md.RowPath(row.Name), st.ConfigFingerprint); err != nil {
+			// A row with its own models records their fingerprint.
+			cfg, err := ex.rowConfig(row)
+			if err != nil {
+				return err
+			}
+			if err := check(md.RowPath(row.Name), st.ConfigFingerprint, cfg); err != nil {
 				return err
 			}
 		}
@@ -539,9 +559,10 @@ func (ex *planExecution) checkFingerprint(md *rundir.Dir) error {
 // checkpointed rows already spent, and restores its wall clock, so a
 // resumed matrix keeps one budget. A row whose state cannot be trusted
 // stops the resume before any row runs.
-func (ex *planExecution) restoreMatrixLedger(md *rundir.Dir, rows []string) error {
+func (ex *planExecution) restoreMatrixLedger(md *rundir.Dir, rows []RowSpec) error {
 	var elapsed time.Duration
-	for _, row := range rows {
+	for _, spec := range rows {
+		row := spec.Name
 		if _, err := os.Stat(filepath.Join(md.RowPath(row), rundir.ManifestFile)); err != nil {
 			continue // not created, or a crash during creation: it starts afresh
 		}
@@ -551,7 +572,11 @@ func (ex *planExecution) restoreMatrixLedger(md *rundir.Dir, rows []string) erro
 		}
 		// The row is not locked yet: a checkpoint rebuilt here is only
 		// read; the row saves it when it is opened to run.
-		st, err := loadCheckpoint(d, ex.cfg, nil)
+		cfg, err := ex.rowConfig(spec)
+		if err != nil {
+			return fmt.Errorf("row %s: %w", row, err)
+		}
+		st, err := loadCheckpoint(d, cfg, nil)
 		if err != nil {
 			return fmt.Errorf("row %s: %w", row, err)
 		}

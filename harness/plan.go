@@ -3,6 +3,7 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -37,6 +38,16 @@ type RowSpec struct {
 	Policy    conditions.Policy    `json:"skill_update_policy"`
 	Lab       string               `json:"lab"`
 	Seed      int64                `json:"seed"`
+	// ModelOverrides and LabOverrides are the row's own [models.<key>] and
+	// [labs.<name>] keys (a matrix file's [rows.models.<key>] and
+	// [rows.labs.<name>]), laid over the configuration for this row only:
+	// rows of one matrix can so run different models over the same tasks
+	// and seeds. Empty: the configuration as it is.
+	ModelOverrides map[string]map[string]any `json:"model_overrides,omitempty"`
+	LabOverrides   map[string]map[string]any `json:"lab_overrides,omitempty"`
+	// Models names, for a row with overrides, each model it runs that
+	// differs from the plan's (Plan.Models), by role or model key.
+	Models map[conditions.Role]string `json:"models,omitempty"`
 }
 
 // Label names the row in a run directory name: its preset, or its condition.
@@ -551,42 +562,20 @@ func resumeSkips(what string, m rundir.Manifest, iterations int) []string {
 }
 
 // estimate fills the trial count, the models in use, and the token and
-// cost estimate, and refuses a dollar budget with an unpriced model.
+// cost estimate, and refuses a dollar budget with an unpriced model. Each
+// row is priced with its own models (its overrides laid over cfg).
 func (p *Plan) estimate(cfg *config.Config) error {
 	if err := p.fillStudents(cfg); err != nil {
 		return err
 	}
-	tokens, err := p.countTrials(cfg)
+	rows, err := p.countTrials(cfg)
 	if err != nil {
 		return err
 	}
 
-	p.Models = map[conditions.Role]string{}
-	p.EstimatedTokensByRole = map[conditions.Role]int64{}
-	p.CostKnown = true
-	var unpriced []string
-	for _, role := range append(conditions.ModelRoles(), studentOnlyModels(tokens)...) {
-		t := tokens[role]
-		in, out := int64(t.in+0.5), int64(t.out+0.5)
-		if in+out == 0 {
-			continue
-		}
-		m, err := cfg.ModelByKey(string(role))
-		if err != nil {
-			return err
-		}
-		p.Models[role] = modelLabel(m, role)
-		p.EstimatedTokensByRole[role] = in + out
-		p.EstimatedTokens += in + out
-		if m.Provider == config.ProviderOffline {
-			continue // no money changes hands
-		}
-		if m.PriceInputPerMTok == nil || m.PriceOutputPerMTok == nil {
-			p.CostKnown = false
-			unpriced = append(unpriced, string(role))
-			continue
-		}
-		p.EstimatedCostUSD += float64(in)**m.PriceInputPerMTok/1e6 + float64(out)**m.PriceOutputPerMTok/1e6
+	unpriced, err := p.price(cfg, rows)
+	if err != nil {
+		return err
 	}
 	if err := p.checkPrices(cfg); err != nil {
 		return err
@@ -616,19 +605,87 @@ func (p *Plan) estimate(cfg *config.Config) error {
 	return nil
 }
 
+// price fills the models in use, the tokens by role and the cost from
+// each row's estimate, priced with the row's own configuration; rows whose
+// models differ from cfg's name theirs (RowSpec.Models). It returns the
+// models that have no price.
+func (p *Plan) price(cfg *config.Config, rows []rowEstimate) ([]string, error) {
+	p.Models = map[conditions.Role]string{}
+	p.EstimatedTokensByRole = map[conditions.Role]int64{}
+	p.CostKnown = true
+	var unpriced []string
+	for i, rt := range rows {
+		for _, role := range append(conditions.ModelRoles(), studentOnlyModels(rt.tokens)...) {
+			t := rt.tokens[role]
+			in, out := int64(t.in+0.5), int64(t.out+0.5)
+			if in+out == 0 {
+				continue
+			}
+			m, err := rt.cfg.ModelByKey(string(role))
+			if err != nil {
+				return nil, err
+			}
+			label := modelLabel(m, role)
+			if base, err := cfg.ModelByKey(string(role)); rt.cfg != cfg && (err != nil || modelLabel(base, role) != label) {
+				if p.Rows[i].Models == nil {
+					p.Rows[i].Models = map[conditions.Role]string{}
+				}
+				p.Rows[i].Models[role] = label
+			} else if _, ok := p.Models[role]; !ok {
+				p.Models[role] = label
+			}
+			p.EstimatedTokensByRole[role] += in + out
+			p.EstimatedTokens += in + out
+			if m.Provider == config.ProviderOffline {
+				continue // no money changes hands
+			}
+			if m.PriceInputPerMTok == nil || m.PriceOutputPerMTok == nil {
+				p.CostKnown = false
+				if !slices.Contains(unpriced, label) {
+					unpriced = append(unpriced, label)
+				}
+				continue
+			}
+			p.EstimatedCostUSD += float64(in)**m.PriceInputPerMTok/1e6 + float64(out)**m.PriceOutputPerMTok/1e6
+		}
+	}
+	// A role only overridden rows use still has a model in the plan's
+	// list: the configuration's.
+	for role := range p.EstimatedTokensByRole {
+		if _, ok := p.Models[role]; !ok {
+			if m, err := cfg.ModelByKey(string(role)); err == nil {
+				p.Models[role] = modelLabel(m, role)
+			}
+		}
+	}
+	return unpriced, nil
+}
+
+// rowEstimate is one row's estimated tokens by model, and the
+// configuration (the row's own) that prices them.
+type rowEstimate struct {
+	cfg    *config.Config
+	tokens map[conditions.Role]roleTokens
+}
+
 // countTrials counts the plan's trials (each row's tasks times the trials
 // its lab's assignment gives each task, times the iterations), the
-// evaluation and expected validation trials, and estimates their tokens by
-// model: by role, with each student's share of the Executor's work under
-// the model it names.
-func (p *Plan) countTrials(cfg *config.Config) (map[conditions.Role]roleTokens, error) {
+// evaluation and expected validation trials, and estimates each row's
+// tokens by model under the row's own configuration: by role, with each
+// student's share of the Executor's work, and each own-skill student's
+// validation, under the model it names.
+func (p *Plan) countTrials(cfg *config.Config) ([]rowEstimate, error) {
 	p.Trials = 0
 	if p.done != nil {
 		p.RemainingTrials = new(int)
 	}
-	tokens := map[conditions.Role]roleTokens{}
+	var out []rowEstimate
 	for _, r := range p.Rows {
-		lab, err := cfg.Lab(r.Lab)
+		rowCfg, err := p.rowConfig(cfg, r)
+		if err != nil {
+			return nil, err
+		}
+		lab, err := rowCfg.Lab(r.Lab)
 		if err != nil {
 			return nil, err
 		}
@@ -642,16 +699,22 @@ func (p *Plan) countTrials(cfg *config.Config) (map[conditions.Role]roleTokens, 
 		// trials of each held-out task.
 		eval := evalCheckpoints * len(p.HeldOutTasks) * p.EvalTrials
 		p.EvaluationTrials += eval
-		validation := p.expectedValidation(cfg, r, max(p.Iterations-done, 0))
-		p.ValidationTrials += validation
+		validation := p.expectedValidation(rowCfg, r, lab, max(p.Iterations-done, 0))
+		for _, v := range validation {
+			p.ValidationTrials += v
+		}
 		row := map[conditions.Role]roleTokens{}
-		p.rowTokens(row, cfg, lab, r, done, remaining, eval, validation)
+		p.rowTokens(row, rowCfg, lab, r, done, remaining, eval)
 		if p.Agent == AgentLab {
 			shareStudents(row, lab)
 		}
-		addTokens(tokens, row, 1)
+		if p.cal == nil {
+			// Measured spend already holds its validation trials.
+			p.validationTokens(row, rowCfg, lab, validation)
+		}
+		out = append(out, rowEstimate{cfg: rowCfg, tokens: row})
 	}
-	return tokens, nil
+	return out, nil
 }
 
 func pluralHas(n int) string {
@@ -674,10 +737,10 @@ func modelLabel(m config.Model, role conditions.Role) string {
 }
 
 // rowTokens adds a row's estimated tokens for its remaining training
-// trials and its eval evaluation and validation validation trials:
-// measured per trial when the plan is calibrated, else from the request
-// model (rowRequests).
-func (p *Plan) rowTokens(tokens map[conditions.Role]roleTokens, cfg *config.Config, lab config.Lab, r RowSpec, done, remaining, eval, validation int) {
+// trials and its eval evaluation trials: measured per trial when the plan
+// is calibrated (validation included), else from the request model
+// (rowRequests; validation comes from validationTokens).
+func (p *Plan) rowTokens(tokens map[conditions.Role]roleTokens, cfg *config.Config, lab config.Lab, r RowSpec, done, remaining, eval int) {
 	if p.cal != nil {
 		// Measured spend per training trial already holds its share of
 		// validation trials.
@@ -689,7 +752,39 @@ func (p *Plan) rowTokens(tokens map[conditions.Role]roleTokens, cfg *config.Conf
 	m := requestModel{cfg: cfg, lab: lab, agent: p.Agent, offline: p.Offline, skill: p.skillTokens(cfg)}
 	rowRequests(tokens, m, r, len(p.Tasks)*trialsPerTask(lab), max(p.Iterations-done, 0), done)
 	m.work(tokens, float64(eval), true)
-	m.work(tokens, float64(validation), false)
+}
+
+// validationTokens adds the validation trials of each skill line of a
+// row's lab (validation, as planLines lists them) under the agent that
+// plays them: the lab's Executor for the lab's skill, and for an
+// own-skill student's the student's model and executor mode, since its
+// gate measures on the model that will use the skill.
+func (p *Plan) validationTokens(into map[conditions.Role]roleTokens, cfg *config.Config, lab config.Lab, validation []int) {
+	skill := p.skillTokens(cfg)
+	for i, l := range planLines(lab) {
+		n := float64(validation[i])
+		if n == 0 {
+			continue
+		}
+		settings := lab
+		if l.student != nil {
+			settings.ExecutorMode = l.student.ExecutorMode
+		}
+		m := requestModel{cfg: cfg, lab: settings, agent: p.Agent, offline: p.Offline, skill: skill}
+		if l.student == nil || l.student.ModelKey == string(conditions.RoleExecutor) || p.Agent != AgentLab {
+			m.work(into, n, false)
+			continue
+		}
+		// Unplanned work is the Executor's family alone: all of it is
+		// the student's model's.
+		work := map[conditions.Role]roleTokens{}
+		m.work(work, n, false)
+		key := conditions.Role(l.student.ModelKey)
+		for _, t := range work {
+			a := into[key]
+			into[key] = roleTokens{a.in + t.in, a.out + t.out}
+		}
+	}
 }
 
 // rowRequests adds what a row's remaining iterations send: per trial its
@@ -711,7 +806,7 @@ func rowRequests(tokens map[conditions.Role]roleTokens, m requestModel, r RowSpe
 	}
 	if r.Policy.Executor && r.Condition.ProposalFeedback() != conditions.FeedbackNone {
 		m.add(tokens, kindProposal, trials)
-		batches := float64(expectedBatches(m.cfg, r, tasks, iterations))
+		batches := float64(expectedBatches(m.cfg, r, m.lab, tasks, iterations))
 		m.add(tokens, kindAdvice, batches)
 		m.add(tokens, kindDraft, batches)
 	}
@@ -745,8 +840,27 @@ func (p *Plan) checkPrices(cfg *config.Config) error {
 			missing = append(missing, fmt.Sprintf("models.%s (%s)", role, m.Model))
 		}
 	}
+	// A row's own models are called too.
+	for _, r := range p.Rows {
+		if len(r.ModelOverrides) == 0 {
+			continue
+		}
+		rc, err := p.rowConfig(cfg, r)
+		if err != nil {
+			return err
+		}
+		for _, key := range slices.Sorted(maps.Keys(r.ModelOverrides)) {
+			m, err := rc.ModelByKey(key)
+			if err != nil || m.Provider == config.ProviderOffline {
+				continue
+			}
+			if m.PriceInputPerMTok == nil || m.PriceOutputPerMTok == nil {
+				missing = append(missing, fmt.Sprintf("row %s's models.%s (%s)", r.Name, key, m.Model))
+			}
+		}
+	}
 	if len(missing) > 0 {
-		return fmt.Errorf("a dollar budget of $%g is set, but %s %s no price: add price_input_per_mtok and price_output_per_mtok to each in your --config-dir file, or budget tokens with --budget-tokens instead",
+		return fmt.Errorf("a dollar budget of $%g is set, but %s %s no price: add price_input_per_mtok and price_output_per_mtok to each in your --config-dir file (a row's in its [rows.models.<key>] table), or budget tokens with --budget-tokens instead",
 			p.BudgetUSD, strings.Join(missing, ", "), pluralHas(len(missing)))
 	}
 	return nil

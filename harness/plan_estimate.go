@@ -165,24 +165,61 @@ func (p *Plan) calibrate(dir string) error {
 }
 
 // expectedBatches is how many Advisor batches a row's remaining
-// iterations are expected to bring: proposals (proposalRate per trial)
-// fill the buffer, and a batch is reviewed at the end of the first
-// iteration that leaves advisor_buffer_max or more in it.
-func expectedBatches(cfg *config.Config, r RowSpec, tasks, iterations int) int {
-	n, _ := batchesAndSize(cfg, r, tasks, iterations)
+// iterations are expected to bring over all its skill lines (the lab's
+// and each own-skill student's), tasks trials an iteration: proposals
+// (proposalRate per trial) fill each line's buffer, and a batch is
+// reviewed at the end of the first iteration that leaves
+// advisor_buffer_max or more in it.
+func expectedBatches(cfg *config.Config, r RowSpec, lab config.Lab, tasks, iterations int) int {
+	n := 0
+	for _, l := range planLines(lab) {
+		b, _ := batchesAndSize(cfg, r, float64(tasks)*l.share, iterations)
+		n += b
+	}
 	return n
 }
 
-// batchesAndSize is expectedBatches and the mean proposals a batch holds
+// planLine is one executor skill line of a row, for the estimate: the
+// lab's (student nil), fed by the students who share it, or an own-skill
+// student's; share is the part of the row's trials whose proposals fill
+// its buffer (students share a row's trials equally under both
+// assignments).
+type planLine struct {
+	student *config.LabStudent
+	share   float64
+}
+
+// planLines lists a lab's skill lines: the lab's when some student shares
+// it, then each own-skill student's, in roster order.
+func planLines(lab config.Lab) []planLine {
+	roster := lab.Roster()
+	each := 1 / float64(len(roster))
+	var own []planLine
+	shared := 0
+	for _, st := range roster {
+		if !st.OwnSkill {
+			shared++
+			continue
+		}
+		own = append(own, planLine{student: &st, share: each})
+	}
+	if shared == 0 {
+		return own
+	}
+	return append([]planLine{{share: float64(shared) * each}}, own...)
+}
+
+// batchesAndSize is how many batches one skill line brings, perIteration
+// trials an iteration feeding it, and the mean proposals a batch holds
 // (the whole buffer at its review, which may pass advisor_buffer_max).
-func batchesAndSize(cfg *config.Config, r RowSpec, tasks, iterations int) (int, float64) {
+func batchesAndSize(cfg *config.Config, r RowSpec, perIteration float64, iterations int) (int, float64) {
 	if !r.Policy.Executor || r.Condition.ProposalFeedback() == conditions.FeedbackNone {
 		return 0, 0
 	}
 	buf := float64(max(1, cfg.Experiment.AdvisorBufferMax))
 	batches, buffered, held := 0, 0.0, 0.0
 	for range iterations {
-		buffered += proposalRate * float64(tasks)
+		buffered += proposalRate * perIteration
 		if buffered >= buf-1e-9 {
 			batches++
 			held += buffered
@@ -196,21 +233,28 @@ func batchesAndSize(cfg *config.Config, r RowSpec, tasks, iterations int) (int, 
 }
 
 // expectedValidation is how many validation trials a row's remaining
-// iterations are expected to bring: each expected batch reaching the gate,
-// which spends its simulated mean trials on the tasks it validates on.
-func (p *Plan) expectedValidation(cfg *config.Config, r RowSpec, iterations int) int {
+// iterations are expected to bring, per skill line of its lab (as
+// planLines lists them): each batch the line is expected to fill reaching
+// the gate, which spends its simulated mean trials on the tasks it
+// validates on.
+func (p *Plan) expectedValidation(cfg *config.Config, r RowSpec, lab config.Lab, iterations int) []int {
+	lines := planLines(lab)
+	out := make([]int, len(lines))
 	if !cfg.Validation.Enabled {
-		return 0
+		return out
 	}
-	batches, size := batchesAndSize(cfg, r, len(p.Tasks), iterations)
-	if batches == 0 {
-		return 0
+	for i, l := range lines {
+		batches, size := batchesAndSize(cfg, r, float64(len(p.Tasks)*trialsPerTask(lab))*l.share, iterations)
+		if batches == 0 {
+			continue
+		}
+		e, err := gate.ExpectedTrials(gateConfig(cfg.Validation, 0), p.validationSize(cfg, size))
+		if err != nil {
+			continue
+		}
+		out[i] = int(math.Ceil(float64(batches) * e))
 	}
-	e, err := gate.ExpectedTrials(gateConfig(cfg.Validation, 0), p.validationSize(cfg, size))
-	if err != nil {
-		return 0
-	}
-	return int(math.Ceil(float64(batches) * e))
+	return out
 }
 
 // validationSize is how many tasks a gate decision is expected to use, as
@@ -266,9 +310,19 @@ func (p *Plan) gateRates(cfg *config.Config) {
 		if !cfg.Validation.Enabled || !r.Policy.Executor || r.Condition.ProposalFeedback() == conditions.FeedbackNone {
 			continue
 		}
-		n, size := batchesAndSize(cfg, r, len(p.Tasks), max(p.Iterations-p.done[r.Name], 0))
-		if n > decisions {
-			decisions, batchSize = n, size
+		rowCfg, err := p.rowConfig(cfg, r)
+		if err != nil {
+			continue
+		}
+		lab, err := rowCfg.Lab(r.Lab)
+		if err != nil {
+			continue
+		}
+		for _, l := range planLines(lab) {
+			n, size := batchesAndSize(cfg, r, float64(len(p.Tasks)*trialsPerTask(lab))*l.share, max(p.Iterations-p.done[r.Name], 0))
+			if n > decisions {
+				decisions, batchSize = n, size
+			}
 		}
 	}
 	size := p.validationSize(cfg, batchSize)

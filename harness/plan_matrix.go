@@ -2,9 +2,11 @@ package harness
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -26,6 +28,11 @@ type MatrixRow struct {
 	Policy    conditions.Policy
 	Lab       string  // empty: the default lab
 	Seeds     []int64 // empty: the matrix's seeds
+	// Models and Labs are the row's own [rows.models.<key>] and
+	// [rows.labs.<name>] keys, laid over the configuration for this row
+	// only (see RowSpec).
+	Models map[string]map[string]any
+	Labs   map[string]map[string]any
 }
 
 // BaselineRows are the six baseline presets as matrix rows.
@@ -69,7 +76,11 @@ func expandRows(cfg *config.Config, rows []MatrixRow, seeds []int64) ([]RowSpec,
 		if err := conditions.Validate(r.Condition, r.Policy); err != nil {
 			return nil, fmt.Errorf("matrix row %q: %w", r.Name, err)
 		}
-		lab, err := labName(cfg, r.Lab)
+		rowCfg, err := overlayRow(cfg, r.Name, r.Models, r.Labs, false)
+		if err != nil {
+			return nil, err
+		}
+		lab, err := labName(rowCfg, r.Lab)
 		if err != nil {
 			return nil, fmt.Errorf("matrix row %q: %w", r.Name, err)
 		}
@@ -91,7 +102,8 @@ func expandRows(cfg *config.Config, rows []MatrixRow, seeds []int64) ([]RowSpec,
 			if slices.ContainsFunc(out, func(o RowSpec) bool { return o.Name == name }) {
 				return nil, fmt.Errorf("matrix row %q appears twice: give each row its own name", name)
 			}
-			out = append(out, RowSpec{Name: name, Preset: r.Preset, Condition: r.Condition, Policy: r.Policy, Lab: lab, Seed: s})
+			out = append(out, RowSpec{Name: name, Preset: r.Preset, Condition: r.Condition, Policy: r.Policy, Lab: lab, Seed: s,
+				ModelOverrides: r.Models, LabOverrides: r.Labs})
 		}
 	}
 	if len(out) == 0 {
@@ -138,13 +150,24 @@ func rowSeeds(rows []RowSpec) []int64 {
 //	skill_updates = "planner"
 //	lab = "hierarchical"
 //	seeds = [1, 2, 3]
+//	[[rows]]
+//	name = "cheap-executor"
+//	preset = "full_coevolution"
+//	[rows.models.executor]
+//	model = "small"
+//	context_tokens = 32768
 type MatrixFile struct {
 	Name string
 	Rows []MatrixRow
 }
 
 // matrixFileKeys are the keys a matrix file may hold, exactly as spelled.
-var matrixFileKeys = []string{"name", "rows", "rows.name", "rows.preset", "rows.condition", "rows.skill_updates", "rows.lab", "rows.seeds"}
+var matrixFileKeys = []string{"name", "rows", "rows.name", "rows.preset", "rows.condition", "rows.skill_updates", "rows.lab", "rows.seeds",
+	"rows.models", "rows.labs"}
+
+// overrideTables are the tables under which a row's keys are the
+// configuration's own, checked when the row is laid over it.
+var overrideTables = []string{"rows.models.", "rows.labs."}
 
 type rawMatrixFile struct {
 	Name string         `toml:"name"`
@@ -158,6 +181,10 @@ type rawMatrixRow struct {
 	SkillUpdates *string `toml:"skill_updates"`
 	Lab          string  `toml:"lab"`
 	Seeds        []int64 `toml:"seeds"`
+	// Models and Labs are decoded as they are and checked as a layer of
+	// the configuration once the plan is built.
+	Models map[string]map[string]any `toml:"models"`
+	Labs   map[string]map[string]any `toml:"labs"`
 }
 
 // LoadMatrixFile reads and checks a custom matrix file.
@@ -189,14 +216,14 @@ func ParseMatrixFile(data []byte, file string) (*MatrixFile, error) {
 		parts := make([]string, len(k))
 		copy(parts, k)
 		ks := strings.Join(parts, ".")
-		if slices.Contains(matrixFileKeys, ks) {
+		if slices.Contains(matrixFileKeys, ks) || slices.ContainsFunc(overrideTables, func(p string) bool { return strings.HasPrefix(ks, p) }) {
 			continue
 		}
 		where := file
 		if line := keyLine(data, k[len(k)-1]); line > 0 {
 			where += " line " + strconv.Itoa(line)
 		}
-		hint := "known keys: name, and per [[rows]]: name, preset, condition, skill_updates, lab, seeds"
+		hint := "known keys: name, and per [[rows]]: name, preset, condition, skill_updates, lab, seeds, and the tables [rows.models.<key>] and [rows.labs.<name>]"
 		if i := slices.IndexFunc(matrixFileKeys, func(s string) bool { return strings.EqualFold(s, ks) }); i >= 0 {
 			want := matrixFileKeys[i]
 			hint = fmt.Sprintf("keys are lower case: write %q", want[strings.LastIndex(want, ".")+1:])
@@ -233,7 +260,7 @@ func ParseMatrixFile(data []byte, file string) (*MatrixFile, error) {
 }
 
 func (rr rawMatrixRow) row() (MatrixRow, error) {
-	r := MatrixRow{Name: strings.TrimSpace(rr.Name), Lab: strings.TrimSpace(rr.Lab), Seeds: rr.Seeds}
+	r := MatrixRow{Name: strings.TrimSpace(rr.Name), Lab: strings.TrimSpace(rr.Lab), Seeds: rr.Seeds, Models: rr.Models, Labs: rr.Labs}
 	switch {
 	case rr.Preset != "" && (rr.Condition != "" || rr.SkillUpdates != nil):
 		return r, errors.New("give either a preset, or a condition and skill_updates, not both")
@@ -274,7 +301,56 @@ func (rr rawMatrixRow) row() (MatrixRow, error) {
 	if dup := firstDuplicate(r.Seeds); dup != nil {
 		return r, fmt.Errorf("seed %d is listed twice", *dup)
 	}
+	lab := cmp.Or(r.Lab, config.DefaultLab)
+	for name := range r.Labs {
+		if name != lab {
+			return r, fmt.Errorf("[rows.labs.%s] changes a lab the row does not run: a row changes only its own lab (%s); write [rows.labs.%s], or set lab = %q", name, lab, lab, name)
+		}
+	}
 	return r, nil
+}
+
+// overlayRow lays a row's own models and lab keys over cfg, as a
+// --config-dir file would be laid (a model or lab the configuration lacks
+// starts from the executor's or the default lab), and checks the result.
+// Without overrides it returns cfg itself. An offline plan stays offline
+// whatever provider a row names.
+func overlayRow(cfg *config.Config, row string, models, labs map[string]map[string]any, offline bool) (*config.Config, error) {
+	if len(models)+len(labs) == 0 {
+		return cfg, nil
+	}
+	tables := map[string]any{}
+	if len(models) > 0 {
+		tables["models"] = models
+	}
+	if len(labs) > 0 {
+		tables["labs"] = labs
+	}
+	out, err := cfg.Overlay(tables, fmt.Sprintf("matrix row %q ([rows.models] and [rows.labs] keys)", row))
+	if err != nil {
+		return nil, err
+	}
+	if offline {
+		out.SetOffline()
+	}
+	return out, nil
+}
+
+// rowConfig is the configuration row r runs with: cfg with the row's own
+// keys laid over it.
+func (p *Plan) rowConfig(cfg *config.Config, r RowSpec) (*config.Config, error) {
+	return overlayRow(cfg, r.Name, r.ModelOverrides, r.LabOverrides, p.Offline)
+}
+
+// RowConfig returns a copy of the configuration row r runs with: the
+// plan's (Config), with the row's own [rows.models] and [rows.labs] keys
+// laid over it.
+func (p *Plan) RowConfig(r RowSpec) (*config.Config, error) {
+	c, err := p.rowConfig(p.config, r)
+	if err != nil {
+		return nil, err
+	}
+	return c.Clone(), nil
 }
 
 // keyLine finds the first line that assigns key (best effort, for messages).
@@ -321,7 +397,50 @@ func (p *Plan) WriteMatrixFile(w io.Writer) error {
 			fmt.Fprintf(&b, "lab = %s\n", strconv.Quote(r.Lab))
 		}
 		fmt.Fprintf(&b, "seeds = [%d]\n", r.Seed)
+		if err := writeOverrides(&b, "rows.models", r.ModelOverrides); err != nil {
+			return err
+		}
+		if err := writeOverrides(&b, "rows.labs", r.LabOverrides); err != nil {
+			return err
+		}
 	}
 	_, err := w.Write(b.Bytes())
 	return err
 }
+
+// writeOverrides writes a row's override tables under prefix, one
+// [prefix.<key>] table each, sorted, so the file reads back the same.
+func writeOverrides(b *bytes.Buffer, prefix string, tables map[string]map[string]any) error {
+	for _, k := range slices.Sorted(maps.Keys(tables)) {
+		var body bytes.Buffer
+		enc := toml.NewEncoder(&body)
+		enc.Indent = ""
+		if err := enc.Encode(tables[k]); err != nil {
+			return fmt.Errorf("write [%s.%s]: %w", prefix, k, err)
+		}
+		head := prefix + "." + tomlKey(k)
+		fmt.Fprintf(b, "[%s]\n", head)
+		// Nested tables (a lab's students) are headed below the row's.
+		for _, line := range strings.SplitAfter(body.String(), "\n") {
+			if t := strings.TrimSpace(line); strings.HasPrefix(t, "[") && !strings.Contains(t, "=") {
+				open := "["
+				if strings.HasPrefix(t, "[[") {
+					open = "[["
+				}
+				line = strings.Replace(line, open, open+head+".", 1)
+			}
+			b.WriteString(line)
+		}
+	}
+	return nil
+}
+
+// tomlKey quotes a key unless it is bare.
+func tomlKey(k string) string {
+	if bareKey.MatchString(k) {
+		return k
+	}
+	return strconv.Quote(k)
+}
+
+var bareKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -43,7 +44,7 @@ func TestBuildRunPlanDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := RowSpec{Name: "learned_mediator", Condition: conditions.LearnedMediator, Policy: conditions.PolicyAll, Lab: config.DefaultLab, Seed: cfg.Experiment.Seed}
-	if len(p.Rows) != 1 || p.Rows[0] != want {
+	if len(p.Rows) != 1 || !reflect.DeepEqual(p.Rows[0], want) {
 		t.Errorf("rows = %+v, want [%+v]", p.Rows, want)
 	}
 	if p.Kind != rundir.KindRun || p.Iterations != cfg.Experiment.Iterations || p.Agent != AgentLab ||
@@ -364,7 +365,7 @@ func TestResumeMatrixPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rp.Rows) != 6 || rp.Rows[0] != p.Rows[0] || rp.Rows[5] != p.Rows[5] || rp.Iterations != 4 {
+	if len(rp.Rows) != 6 || !reflect.DeepEqual(rp.Rows[0], p.Rows[0]) || !reflect.DeepEqual(rp.Rows[5], p.Rows[5]) || rp.Iterations != 4 {
 		t.Errorf("resumed rows = %+v", rp.Rows)
 	}
 	want := []string{
@@ -408,7 +409,7 @@ func TestWriteMatrixFileRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(again.Rows, p.Rows) || again.Name != "abl" {
+	if !reflect.DeepEqual(again.Rows, p.Rows) || again.Name != "abl" {
 		t.Errorf("round trip rows = %+v\nwant %+v", again.Rows, p.Rows)
 	}
 }

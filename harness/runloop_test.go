@@ -257,7 +257,7 @@ func TestMatrixResumeKeepsTheWallClock(t *testing.T) {
 	}
 	again, _ := testMatrix(t, cfg, PlanOptions{Resume: out.Dir, Concurrency: 1}, false)
 	md, _ := rundir.Open(out.Dir)
-	if err := again.restoreMatrixLedger(md, rowNames(again.opts.Plan.Rows)); err != nil {
+	if err := again.restoreMatrixLedger(md, again.opts.Plan.Rows); err != nil {
 		t.Fatal(err)
 	}
 	if got := again.ledger.Snapshot().Elapsed; got < rows {

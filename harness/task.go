@@ -132,7 +132,7 @@ func (t *taskRun) planFailed(ctx context.Context, err error) {
 	}
 	// No trial runs, so this attempt's outcome cannot reward the entries
 	// the earlier ones left pending: they are dropped.
-	if _, serr := t.r.history.Settle(t.task.ID, t.it, t.trialID, nil, false, t.row.Status); serr != nil {
+	if _, serr := t.r.history.Settle(t.task.ID, t.student, t.it, t.trialID, nil, false, t.row.Status); serr != nil {
 		t.abort(serr)
 		return
 	}
@@ -196,7 +196,7 @@ func (t *taskRun) settle(plan string, trace *executor.Trace) bool {
 			return false
 		}
 	}
-	if _, err := t.r.history.Settle(t.task.ID, t.it, t.trialID, trace.Reward, trace.Usable(), trace.Status); err != nil {
+	if _, err := t.r.history.Settle(t.task.ID, t.student, t.it, t.trialID, trace.Reward, trace.Usable(), trace.Status); err != nil {
 		t.abort(err)
 		return false
 	}
@@ -339,7 +339,7 @@ func (t *taskRun) propose(ctx context.Context, feedback string, trace *executor.
 			entryIDs = append(entryIDs, eid)
 		}
 	}
-	t.out.proposal = &mediator.Proposal{ID: id, TaskID: t.task.ID, Iteration: t.it, EntryIDs: entryIDs,
+	t.out.proposal = &mediator.Proposal{ID: id, TaskID: t.task.ID, Student: t.student, Iteration: t.it, EntryIDs: entryIDs,
 		OldContent: ans.OldContent, NewContent: ans.NewContent, Reasoning: ans.Reasoning,
 		Digest: feedback, DigestKind: string(t.r.Spec.Condition.ProposalFeedback()), Outcome: outcome(trace)}
 	t.row.ProposalBuffered = true

@@ -13,8 +13,11 @@ import (
 // Proposal is one buffered executor-skill edit proposed by the Planner:
 // replace OldContent with NewContent (append it when OldContent is empty).
 type Proposal struct {
-	ID        string   `json:"id"`
-	TaskID    string   `json:"task_id"`
+	ID     string `json:"id"`
+	TaskID string `json:"task_id"`
+	// Student is who attempted the trial the proposal came from; its
+	// delayed reward comes from that student's later trials of the task.
+	Student   string   `json:"student,omitempty"`
 	Iteration int      `json:"iteration"`
 	EntryIDs  []string `json:"entry_ids,omitempty"`
 	// OldContent is the exact text replaced; empty means NewContent is appended.

@@ -362,7 +362,7 @@ func CompareAndSeries(dir string, opts CompareOptions) (*Comparison, []RowSeries
 	if err != nil {
 		return nil, nil, err
 	}
-	ca, sa := newCompareAgg(opts), newSeriesAgg()
+	ca, sa := newCompareAgg(opts), newSeriesAgg(opts.By == ByStudent)
 	err = scanFiles(files, fullScan, func(batch []record) error {
 		for i := range batch {
 			ca.add(&batch[i])

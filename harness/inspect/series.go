@@ -39,7 +39,14 @@ type IterationSeries struct {
 // Series reads every metric row under dir (a run or a matrix) into one
 // RowSeries per row, in the order Compare uses. Memory grows with rows x
 // iterations x tasks (a count per cell), never with trials or whole rows.
-func Series(dir string) ([]RowSeries, error) {
+func Series(dir string) ([]RowSeries, error) { return series(dir, false) }
+
+// SeriesByStudent is Series with each row's students apart, one
+// RowSeries per row and student named "<row>/<student>", as Compare names
+// them with ByStudent.
+func SeriesByStudent(dir string) ([]RowSeries, error) { return series(dir, true) }
+
+func series(dir string, byStudent bool) ([]RowSeries, error) {
 	m, err := readManifest(dir)
 	if err != nil {
 		return nil, err
@@ -48,7 +55,7 @@ func Series(dir string) ([]RowSeries, error) {
 	if err != nil {
 		return nil, err
 	}
-	sa := newSeriesAgg()
+	sa := newSeriesAgg(byStudent)
 	if err := scanFiles(files, fullScan, sa.addBatch); err != nil {
 		return nil, fmt.Errorf("read series of %s: %w", dir, err)
 	}
@@ -61,10 +68,13 @@ func Series(dir string) ([]RowSeries, error) {
 // seriesAgg accumulates the series of every row while the metrics stream
 // by.
 type seriesAgg struct {
-	rows  map[string]*seriesRow
-	aggs  map[string]*rowAgg
-	names rowNamer
-	tasks taskIndex
+	// byStudent keeps each row's students apart ("<row>/<student>"), as
+	// Compare does with ByStudent.
+	byStudent bool
+	rows      map[string]*seriesRow
+	aggs      map[string]*rowAgg
+	names     rowNamer
+	tasks     taskIndex
 }
 
 type seriesRow struct {
@@ -74,8 +84,8 @@ type seriesRow struct {
 	updates map[[2]string]int // (run, provenance id) -> first iteration
 }
 
-func newSeriesAgg() *seriesAgg {
-	return &seriesAgg{rows: map[string]*seriesRow{}, aggs: map[string]*rowAgg{}, names: rowNamer{}, tasks: taskIndex{}}
+func newSeriesAgg(byStudent bool) *seriesAgg {
+	return &seriesAgg{byStudent: byStudent, rows: map[string]*seriesRow{}, aggs: map[string]*rowAgg{}, names: rowNamer{}, tasks: taskIndex{}}
 }
 
 func (sa *seriesAgg) addBatch(batch []record) error {
@@ -87,6 +97,9 @@ func (sa *seriesAgg) addBatch(batch []record) error {
 
 func (sa *seriesAgg) add(c *record) {
 	name := sa.names.name(c.Row, c.Seed)
+	if sa.byStudent {
+		name += "/" + c.Student
+	}
 	st := sa.rows[name]
 	if st == nil {
 		st = &seriesRow{agg: newRowAgg(name), iters: map[int]*iterCells{}, updates: map[[2]string]int{}}
@@ -126,6 +139,11 @@ func (sa *seriesAgg) addTableUpdates(dir string) error {
 	updates, err := tableUpdates(dir)
 	if err != nil {
 		return err
+	}
+	if sa.byStudent {
+		// The table names no student; the metric rows' own updates
+		// place them.
+		return nil
 	}
 	for _, u := range updates {
 		if st := sa.rows[sa.names.name(u.Row, u.Seed)]; st != nil {

@@ -30,8 +30,9 @@ func cell(s string) string {
 }
 
 // writeMarkdown writes summary.md: what was compared and how, the
-// comparison table, the warnings, the plots and the spend table.
-func writeMarkdown(out io.Writer, c *inspect.Comparison, series []inspect.RowSeries) error {
+// comparison table, the warnings, the students' table when rows have
+// several (students non-nil), the plots and the spend table.
+func writeMarkdown(out io.Writer, c *inspect.Comparison, series []inspect.RowSeries, students *inspect.Comparison) error {
 	w := bufio.NewWriter(out)
 	pct := strconv.FormatFloat(100*c.Level, 'f', -1, 64) + "%"
 	fmt.Fprintf(w, "# Report: %s\n\n", c.ID)
@@ -53,25 +54,7 @@ func writeMarkdown(out io.Writer, c *inspect.Comparison, series []inspect.RowSer
 			"every row's are averaged over the same %d tasks, those with at least k scored trials in every row "+
 			"(%d left out), and they are shown when k ≥ 2.\n\n",
 			c.Headline, pct, c.Baseline, c.BaselineReason, c.K, inspect.DefaultMaxK, c.PassKTasks, c.PassKLeftOut)
-		fmt.Fprintf(w, "| row | seeds | tasks | scored | env failures | unscored | mean reward | %s CI | diff vs `%s` | %s CI | pass@%d | pass^%d |\n",
-			pct, c.Baseline, pct, c.K, c.K)
-		fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---|---:|---|---:|---:|\n")
-		for _, r := range c.Rows {
-			seeds := make([]string, len(r.Seeds))
-			for i, s := range r.Seeds {
-				seeds[i] = strconv.FormatInt(s, 10)
-			}
-			diff, diffCI := "–", "–"
-			if r.Diff != nil {
-				diff = strconv.FormatFloat(r.Diff.Mean, 'f', 3, 64)
-				diffCI = interval(r.Diff.CILow, r.Diff.CIHigh)
-			} else if r.Row == c.Baseline {
-				diff = "baseline"
-			}
-			fmt.Fprintf(w, "| `%s` | %s | %d | %d | %d | %d | %s | %s | %s | %s | %s | %s |\n",
-				cell(r.Row), strings.Join(seeds, ", "), r.Tasks, r.Scored, r.EnvFailures, r.Unscored, num(r.MeanReward),
-				interval(r.CILow, r.CIHigh), diff, diffCI, num(r.PassAtK), num(r.PassHatK))
-		}
+		writeTable(w, c, pct)
 		fmt.Fprintln(w)
 	}
 
@@ -88,6 +71,16 @@ func writeMarkdown(out io.Writer, c *inspect.Comparison, series []inspect.RowSer
 			fmt.Fprintf(w, "- %s\n", cell(s))
 		}
 		fmt.Fprintln(w)
+	}
+
+	if students != nil {
+		fmt.Fprintf(w, "## Students\n\nEach row's students apart (`<row>/<student>`), as `harness inspect --compare --by student` "+
+			"shows them: the same estimand and %s intervals over tasks, differences paired per task against `%s`. Under a rotation "+
+			"every student meets every task equally often, so the pairing holds; the curves are in [reward per iteration per student](%s.svg).\n\n",
+			pct, students.Baseline, StudentRewardPlot)
+		writeTable(w, students, pct)
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "![Reward per iteration per student](%s.svg)\n\n[PNG](%s.png) · [SVG](%s.svg)\n\n", StudentRewardPlot, StudentRewardPlot, StudentRewardPlot)
 	}
 
 	for _, img := range []struct{ title, name, about string }{
@@ -109,4 +102,27 @@ func writeMarkdown(out io.Writer, c *inspect.Comparison, series []inspect.RowSer
 		fmt.Fprintln(w)
 	}
 	return w.Flush()
+}
+
+// writeTable writes a comparison's table, one line per compared row.
+func writeTable(w io.Writer, c *inspect.Comparison, pct string) {
+	fmt.Fprintf(w, "| row | seeds | tasks | scored | env failures | unscored | mean reward | %s CI | diff vs `%s` | %s CI | pass@%d | pass^%d |\n",
+		pct, c.Baseline, pct, c.K, c.K)
+	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---|---:|---|---:|---:|\n")
+	for _, r := range c.Rows {
+		seeds := make([]string, len(r.Seeds))
+		for i, s := range r.Seeds {
+			seeds[i] = strconv.FormatInt(s, 10)
+		}
+		diff, diffCI := "–", "–"
+		if r.Diff != nil {
+			diff = strconv.FormatFloat(r.Diff.Mean, 'f', 3, 64)
+			diffCI = interval(r.Diff.CILow, r.Diff.CIHigh)
+		} else if r.Row == c.Baseline {
+			diff = "baseline"
+		}
+		fmt.Fprintf(w, "| `%s` | %s | %d | %d | %d | %d | %s | %s | %s | %s | %s | %s |\n",
+			cell(r.Row), strings.Join(seeds, ", "), r.Tasks, r.Scored, r.EnvFailures, r.Unscored, num(r.MeanReward),
+			interval(r.CILow, r.CIHigh), diff, diffCI, num(r.PassAtK), num(r.PassHatK))
+	}
 }

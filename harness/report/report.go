@@ -26,6 +26,9 @@ const (
 	RewardPlot       = "reward"        // reward.png, reward.svg
 	SkillUpdatesPlot = "skill_updates" // skill_updates.png, skill_updates.svg
 	TokensPlot       = "tokens"        // tokens.png, tokens.svg
+	// StudentRewardPlot is reward per iteration per student of each row,
+	// written only when some row has more than one student.
+	StudentRewardPlot = "reward_students" // reward_students.png, reward_students.svg
 )
 
 // Summary says what Write produced.
@@ -36,6 +39,10 @@ type Summary struct {
 	Markdown   string              `json:"markdown"`
 	Images     []string            `json:"images"`
 	Comparison *inspect.Comparison `json:"comparison"`
+	// Students compares each row's students ("<row>/<student>"), as
+	// `harness inspect --compare --by student` does; nil when no row has
+	// more than one student.
+	Students *inspect.Comparison `json:"students,omitempty"`
 }
 
 // Write reads the run or matrix at dir and writes the plots and summary.md
@@ -53,24 +60,37 @@ func Write(ctx context.Context, dir, outDir string) (*Summary, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	students, studentSeries, err := inspect.CompareAndSeries(dir, inspect.CompareOptions{By: inspect.ByStudent})
+	if err != nil {
+		return nil, fmt.Errorf("report on the students of %s: %w", dir, err)
+	}
+	if len(students.Rows) <= len(cmp.Rows) {
+		// One student a row: the rows are the students.
+		students, studentSeries = nil, nil
+	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create report directory %s: %w", outDir, err)
 	}
-	sum := &Summary{Dir: dir, OutDir: outDir, Markdown: filepath.Join(outDir, SummaryFile), Comparison: cmp}
+	sum := &Summary{Dir: dir, OutDir: outDir, Markdown: filepath.Join(outDir, SummaryFile), Comparison: cmp, Students: students}
 
-	plots := []struct {
-		name string
-		make func(context.Context, []inspect.RowSeries) (figure, error)
-	}{
-		{RewardPlot, rewardPlot},
-		{SkillUpdatesPlot, skillUpdatesPlot},
-		{TokensPlot, tokensPlot},
+	type plotSpec struct {
+		name   string
+		make   func(context.Context, []inspect.RowSeries) (figure, error)
+		series []inspect.RowSeries
+	}
+	plots := []plotSpec{
+		{RewardPlot, rewardPlot, series},
+		{SkillUpdatesPlot, skillUpdatesPlot, series},
+		{TokensPlot, tokensPlot, series},
+	}
+	if students != nil {
+		plots = append(plots, plotSpec{StudentRewardPlot, rewardPlot, studentSeries})
 	}
 	for _, p := range plots {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		fig, err := p.make(ctx, series)
+		fig, err := p.make(ctx, p.series)
 		if err != nil {
 			return nil, fmt.Errorf("plot %s: %w", p.name, err)
 		}
@@ -84,7 +104,7 @@ func Write(ctx context.Context, dir, outDir string) (*Summary, error) {
 	}
 
 	err = durable.WriteFileFunc(sum.Markdown, 0o644, func(w io.Writer) error {
-		return writeMarkdown(w, cmp, series)
+		return writeMarkdown(w, cmp, series, students)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", sum.Markdown, err)

@@ -64,14 +64,16 @@ type TrialOutcome struct {
 // ids made pending again (pend), or an outcome given to ids without a trial
 // (outcome: a rejected proposal's).
 type HistoryRecord struct {
-	Type      string      `json:"type"` // entry | reward | drop | pend | outcome
-	Entry     *Entry      `json:"entry,omitempty"`
-	IDs       []string    `json:"ids,omitempty"`
-	Reward    *float64    `json:"reward,omitempty"`
-	TaskID    string      `json:"task_id,omitempty"`
-	Iteration int         `json:"iteration,omitempty"`
-	TrialID   string      `json:"trial_id,omitempty"`
-	Status    TrialStatus `json:"status,omitempty"`
+	Type      string   `json:"type"` // entry | reward | drop | pend | outcome
+	Entry     *Entry   `json:"entry,omitempty"`
+	IDs       []string `json:"ids,omitempty"`
+	Reward    *float64 `json:"reward,omitempty"`
+	TaskID    string   `json:"task_id,omitempty"`
+	Iteration int      `json:"iteration,omitempty"`
+	TrialID   string   `json:"trial_id,omitempty"`
+	// Student attempted the trial of a reward or drop record.
+	Student string      `json:"student,omitempty"`
+	Status  TrialStatus `json:"status,omitempty"`
 }
 
 // History keeps the entries of a run and their outcomes, credited by the
@@ -103,7 +105,10 @@ type History struct {
 type TaskReward struct {
 	Iteration int
 	TrialID   string
-	Reward    float64
+	// Student is who attempted the trial; empty in records written before
+	// students were recorded.
+	Student string
+	Reward  float64
 }
 
 // OpenHistory opens (or replays) history.jsonl at path.
@@ -152,7 +157,7 @@ func (h *History) apply(rec HistoryRecord) error {
 		}
 		h.pending[rec.TaskID] = removeIDs(h.pending[rec.TaskID], rec.IDs)
 		if rec.Reward != nil {
-			h.rewards[rec.TaskID] = append(h.rewards[rec.TaskID], TaskReward{Iteration: rec.Iteration, TrialID: rec.TrialID, Reward: *rec.Reward})
+			h.rewards[rec.TaskID] = append(h.rewards[rec.TaskID], TaskReward{Iteration: rec.Iteration, TrialID: rec.TrialID, Student: rec.Student, Reward: *rec.Reward})
 		}
 	case "drop":
 		h.pending[rec.TaskID] = removeIDs(h.pending[rec.TaskID], rec.IDs)
@@ -218,15 +223,17 @@ func (h *History) Add(e Entry) error {
 
 // Settle hands the outcome of a task's trial to its pending entries: a usable
 // trace attaches its reward to each by id; an unusable one drops them, so they
-// are never tagged later with an unrelated reward. It returns the ids touched.
-func (h *History) Settle(taskID string, iteration int, trialID string, reward *float64, usable bool, status TrialStatus) ([]string, error) {
+// are never tagged later with an unrelated reward. The record names the
+// student who attempted the trial, so a task's rewards can be told apart
+// by student (RewardsAfter). It returns the ids touched.
+func (h *History) Settle(taskID, student string, iteration int, trialID string, reward *float64, usable bool, status TrialStatus) ([]string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ids := append([]string(nil), h.pending[taskID]...)
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rec := HistoryRecord{IDs: ids, TaskID: taskID, Iteration: iteration, TrialID: trialID, Status: status}
+	rec := HistoryRecord{IDs: ids, TaskID: taskID, Iteration: iteration, TrialID: trialID, Student: student, Status: status}
 	if usable && reward != nil {
 		r := *reward
 		rec.Type, rec.Reward = "reward", &r
@@ -293,15 +300,21 @@ func (h *History) Entries(keep func(*Entry) bool) []Entry {
 	return out
 }
 
-// RewardsAfter returns the rewards the task's trials after iteration
-// received, in the order they were recorded. A trial leaves a reward record
-// only when it settled some pending entry of its task; its own plan, at
-// least, is.
-func (h *History) RewardsAfter(taskID string, iteration int) []TaskReward {
+// RewardsAfter returns the rewards the task's trials by student after
+// iteration received, in the order they were recorded: under a rotation
+// the task's next trial is often another student's, whose reward says
+// nothing of this student's proposal. An empty student, and a record
+// written before students were recorded, match any. A trial leaves a
+// reward record only when it settled some pending entry of its task; its
+// own plan, at least, is.
+func (h *History) RewardsAfter(taskID, student string, iteration int) []TaskReward {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []TaskReward
 	for _, r := range h.rewards[taskID] {
+		if student != "" && r.Student != "" && r.Student != student {
+			continue
+		}
 		if r.Iteration > iteration {
 			out = append(out, r)
 		}

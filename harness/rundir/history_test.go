@@ -18,7 +18,7 @@ func TestHistoryRewardsAfter(t *testing.T) {
 	reward := func(r float64) *float64 { return &r }
 	step := func(task string, it int, r *float64, usable bool) {
 		t.Helper()
-		if _, err := h.Settle(task, it, "t", r, usable, "ok"); err != nil {
+		if _, err := h.Settle(task, "", it, "t", r, usable, "ok"); err != nil {
 			t.Fatal(err)
 		}
 		if err := h.Add(Entry{ID: task + "/" + string(rune('0'+it)), Role: "planner", Kind: EntryPlan, TaskID: task, Iteration: it}); err != nil {
@@ -32,10 +32,10 @@ func TestHistoryRewardsAfter(t *testing.T) {
 	step("a", 3, nil, false)
 	step("a", 4, reward(1), true)
 	want := []TaskReward{{Iteration: 2, TrialID: "t", Reward: 0.5}, {Iteration: 4, TrialID: "t", Reward: 1}}
-	if got := h.RewardsAfter("a", 1); !reflect.DeepEqual(got, want) {
+	if got := h.RewardsAfter("a", "", 1); !reflect.DeepEqual(got, want) {
 		t.Errorf("rewards of a after 1 = %+v, want %+v", got, want)
 	}
-	if got := h.RewardsAfter("a", 4); got != nil {
+	if got := h.RewardsAfter("a", "", 4); got != nil {
 		t.Errorf("rewards of a after 4 = %+v, want none", got)
 	}
 	h.Close()
@@ -44,7 +44,7 @@ func TestHistoryRewardsAfter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	if got := again.RewardsAfter("a", 1); !reflect.DeepEqual(got, want) {
+	if got := again.RewardsAfter("a", "", 1); !reflect.DeepEqual(got, want) {
 		t.Errorf("after replay: %+v, want %+v", got, want)
 	}
 }
@@ -71,7 +71,7 @@ func TestHistoryCreditsEachKindOfDecision(t *testing.T) {
 	trial := func(it int, r float64) {
 		t.Helper()
 		must(h.Add(Entry{ID: fmt.Sprintf("plan%d", it), Role: "planner", Kind: EntryPlan, TaskID: "a", Iteration: it}))
-		_, err := h.Settle("a", it, fmt.Sprintf("i%d", it), reward(r), true, "scored")
+		_, err := h.Settle("a", "", it, fmt.Sprintf("i%d", it), reward(r), true, "scored")
 		must(err)
 		must(h.Add(Entry{ID: fmt.Sprintf("report%d", it), Role: "mediator", Kind: EntryReport, TaskID: "a", Iteration: it}))
 		must(h.Add(Entry{ID: fmt.Sprintf("proposal%d", it), Role: "planner", Kind: EntryProposal, TaskID: "a", Iteration: it}))
@@ -104,7 +104,7 @@ func TestHistoryCreditsEachKindOfDecision(t *testing.T) {
 	if got := again.Pending("a"); !reflect.DeepEqual(got, []string{"report3"}) {
 		t.Errorf("pending = %v, want only report3 (a proposal waits for its batch)", got)
 	}
-	if got := again.RewardsAfter("a", 0); len(got) != 3 {
+	if got := again.RewardsAfter("a", "", 0); len(got) != 3 {
 		t.Errorf("task a has %d trial rewards, want 3: an outcome given without a trial is not one", len(got))
 	}
 }

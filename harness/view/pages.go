@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/mediated-coevo/harness/harness/inspect"
 	"github.com/mediated-coevo/harness/harness/rundir"
@@ -141,15 +142,32 @@ func (s *Server) curves(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	by := r.URL.Query().Get("by")
+	if by != "" && by != inspect.ByRow && by != inspect.ByStudent {
+		return fmt.Errorf("%w: ?by=%s: draw the curves by %s or %s", errNotFound, by, inspect.ByRow, inspect.ByStudent)
+	}
 	series, err := s.series(t.Path)
 	if err != nil {
 		return err
 	}
+	students, err := s.studentSeries(t.Path)
+	if err != nil {
+		return err
+	}
+	// Rows of one student each have no curves of their students to show.
+	hasStudents := len(students) > len(series)
+	if by == inspect.ByStudent && hasStudents {
+		series = students
+	} else {
+		by = inspect.ByRow
+	}
 	s.render(w, "curves", page{Title: "learning curves of " + t.Name(), Crumbs: crumbs(t), Refresh: m.Status == rundir.StatusRunning,
 		Data: struct {
-			T     target
-			Curve any
-		}{t, seriesCurve(series)}})
+			T        target
+			Curve    any
+			By       string
+			Students bool
+		}{t, seriesCurve(series), by, hasStudents}})
 	return nil
 }
 
@@ -173,17 +191,29 @@ func (s *Server) iteration(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]iterationRow, len(rows))
-	for i, row := range rows {
-		out[i] = iterationRow{MetricRow: row, Tokens: rowTokens(row), Cost: rowCost(row)}
+	// ?student=ID keeps one student's trials.
+	student := r.URL.Query().Get("student")
+	var out []iterationRow
+	var students []string
+	for _, row := range rows {
+		if row.Student != "" && !slices.Contains(students, row.Student) {
+			students = append(students, row.Student)
+		}
+		if student != "" && row.Student != student {
+			continue
+		}
+		out = append(out, iterationRow{MetricRow: row, Tokens: rowTokens(row), Cost: rowCost(row)})
 	}
+	slices.Sort(students)
 	s.render(w, "iteration", page{Title: fmt.Sprintf("iteration %d of %s", it, t.Name()), Crumbs: crumbs(t),
 		Refresh: m.Status == rundir.StatusRunning,
 		Data: struct {
 			T         target
 			Iteration int
 			Rows      []iterationRow
-		}{t, it, out}})
+			Student   string
+			Students  []string
+		}{t, it, out, student, students}})
 	return nil
 }
 

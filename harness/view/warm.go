@@ -37,6 +37,14 @@ func (s *Server) series(dir string) ([]inspect.RowSeries, error) {
 	return v.([]inspect.RowSeries), nil
 }
 
+func (s *Server) studentSeries(dir string) ([]inspect.RowSeries, error) {
+	v, err := s.cache.get("series-students", dir, func() (any, error) { return inspect.SeriesByStudent(dir) })
+	if err != nil {
+		return nil, err
+	}
+	return v.([]inspect.RowSeries), nil
+}
+
 func (s *Server) runView(dir string) (*inspect.RunView, error) {
 	v, err := s.cache.get("run", dir, func() (any, error) { return inspect.ReadRunView(dir) })
 	if err != nil {

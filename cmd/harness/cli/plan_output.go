@@ -46,6 +46,17 @@ func writePlanRows(b *strings.Builder, p *harness.Plan) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\n", r.Name, r.Condition, r.Policy, r.Lab, r.Seed)
 	}
 	tw.Flush()
+	// Rows with their own models, and what they run instead.
+	for _, r := range p.Rows {
+		if len(r.Models) == 0 {
+			continue
+		}
+		var own []string
+		for _, key := range slices.Sorted(maps.Keys(r.Models)) {
+			own = append(own, fmt.Sprintf("%s %s", key, r.Models[key]))
+		}
+		fmt.Fprintf(b, "  row %s runs its own models: %s\n", r.Name, strings.Join(own, ", "))
+	}
 }
 
 // writePlanDesign writes the tasks, iterations, seeds, trials and the
@@ -226,7 +237,11 @@ func detectableText(pw *harness.PowerStatement) string {
 // writePlanStudents writes each lab's students and how they meet the tasks.
 func writePlanStudents(b *strings.Builder, p *harness.Plan) {
 	for _, lp := range p.Students {
-		fmt.Fprintf(b, "\nStudents of lab %s (assignment %s):\n", lp.Lab, lp.Assignment)
+		of := "lab " + lp.Lab
+		if lp.Row != "" {
+			of += " in row " + lp.Row
+		}
+		fmt.Fprintf(b, "\nStudents of %s (assignment %s):\n", of, lp.Assignment)
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  STUDENT\tMODEL\tMODE\tSKILL")
 		for _, st := range lp.Students {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mediated-coevo/harness/conditions"
@@ -29,30 +30,48 @@ func preflight(ctx context.Context, check PreflightFunc, getenv func(string) str
 	if check == nil || p.Offline || len(p.Models) == 0 {
 		return nil
 	}
+	// Rows with their own models call those too.
+	cfgs := []*config.Config{cfg}
+	for _, r := range p.Rows {
+		if len(r.ModelOverrides)+len(r.LabOverrides) == 0 {
+			continue
+		}
+		rc, err := p.RowConfig(r)
+		if err != nil {
+			return UsageError(err)
+		}
+		cfgs = append(cfgs, rc)
+	}
 	if getenv != nil {
 		// A missing key would only show as a refusal below: name it.
-		if err := cfg.CheckAPIKeys(getenv); err != nil {
-			return UsageError(err)
+		for _, c := range cfgs {
+			if err := c.CheckAPIKeys(getenv); err != nil {
+				return UsageError(err)
+			}
 		}
 	}
 	var checks []*endpointCheck
 	byKey := map[string]*endpointCheck{}
-	for _, role := range conditions.ModelRoles() {
-		if _, used := p.Models[role]; !used {
-			continue
+	for _, c := range cfgs {
+		for _, role := range conditions.ModelRoles() {
+			if _, used := p.Models[role]; !used {
+				continue
+			}
+			m, err := c.Model(role)
+			if err != nil || m.Provider == config.ProviderOffline {
+				continue
+			}
+			key := strings.Join([]string{m.BaseURL, m.Model, m.APIKeyEnv}, "\x00")
+			if ck := byKey[key]; ck != nil {
+				if !slices.Contains(ck.roles, string(role)) {
+					ck.roles = append(ck.roles, string(role))
+				}
+				continue
+			}
+			ck := &endpointCheck{model: m, roles: []string{string(role)}}
+			byKey[key] = ck
+			checks = append(checks, ck)
 		}
-		m, err := cfg.Model(role)
-		if err != nil || m.Provider == config.ProviderOffline {
-			continue
-		}
-		key := strings.Join([]string{m.BaseURL, m.Model, m.APIKeyEnv}, "\x00")
-		if c := byKey[key]; c != nil {
-			c.roles = append(c.roles, string(role))
-			continue
-		}
-		c := &endpointCheck{model: m, roles: []string{string(role)}}
-		byKey[key] = c
-		checks = append(checks, c)
 	}
 	var failed []string
 	for _, c := range checks {

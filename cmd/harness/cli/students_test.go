@@ -168,3 +168,74 @@ func TestMatrixRowVariesTheExecutorModel(t *testing.T) {
 		t.Error("the endpoint was never asked for test/cheap")
 	}
 }
+
+// A row that overrides [models.executor] in the matrix file runs beside
+// the default row on the same tasks and seeds: the endpoint is asked for
+// both Executor models, and each row's metric rows and call log name its
+// own.
+func TestMatrixRowOverridesTheExecutorModel(t *testing.T) {
+	srv, cfgDir, f := studentsSetup(t, "[labs.spare.students.solo]\nmodel = \"cheap\"\n")
+	matrixFile := filepath.Join(t.TempDir(), "matrix.toml")
+	rows := "name = \"models\"\n[[rows]]\nname = \"strong\"\ncondition = \"no_feedback\"\nskill_updates = \"none\"\nseeds = [1, 2]\n" +
+		"[[rows]]\nname = \"cheap\"\ncondition = \"no_feedback\"\nskill_updates = \"none\"\nseeds = [1, 2]\n" +
+		"[rows.models.executor]\nmodel = \"test/other\"\ncontext_tokens = 65536\n"
+	if err := os.WriteFile(matrixFile, []byte(rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dry := runCLI(t, f, "matrix", "--matrix", matrixFile, "--tasks", "leak-marker", "--iterations", "2",
+		"--config-dir", cfgDir, "--dry-run")
+	if dry.code != ExitOK || !strings.Contains(dry.out, "row cheap-seed1 runs its own models: executor openai/test/other") {
+		t.Fatalf("dry run: exit %d, want row cheap's own executor model named\n%s%s", dry.code, dry.out, dry.errOut)
+	}
+	out := t.TempDir()
+	r := runCLI(t, f, "matrix", "--matrix", matrixFile, "--tasks", "leak-marker", "--iterations", "2",
+		"--config-dir", cfgDir, "--out", out)
+	if r.code != ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.errOut)
+	}
+	matrices, _ := filepath.Glob(filepath.Join(out, "*-matrix"))
+	if len(matrices) != 1 {
+		t.Fatalf("want one matrix directory under %s, got %v", out, matrices)
+	}
+	metrics, err := rundir.ReadMetrics(matrices[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := map[string]map[string]bool{}
+	models := map[string]map[string]bool{}
+	for _, row := range metrics {
+		name, _, _ := strings.Cut(row.Row, "-seed")
+		if cells[name] == nil {
+			cells[name], models[name] = map[string]bool{}, map[string]bool{}
+		}
+		cells[name][fmt.Sprintf("%d/%s/%d", row.Seed, row.TaskID, row.Iteration)] = true
+		if row.StudentModel != nil {
+			models[name][*row.StudentModel] = true
+		}
+	}
+	if len(cells["strong"]) != 4 || !maps.Equal(cells["strong"], cells["cheap"]) {
+		t.Errorf("cells by row %v: want both rows on the same 2 seeds x 1 task x 2 iterations", cells)
+	}
+	if !models["strong"]["test/executor"] || len(models["strong"]) != 1 || !models["cheap"]["test/other"] || len(models["cheap"]) != 1 {
+		t.Errorf("student models by row %v: want test/executor beside test/other", models)
+	}
+	// Each row's call log names the Executor model it called.
+	for row, want := range map[string]string{"strong-seed1": "test/executor", "cheap-seed2": "test/other"} {
+		data, err := os.ReadFile(filepath.Join(matrices[0], row, rundir.CallsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), `"model":"`+want+`"`) {
+			t.Errorf("row %s's call log does not name %s", row, want)
+		}
+	}
+	other := 0
+	for _, q := range srv.Requests() {
+		if q.Chat.Model == "test/other" {
+			other++
+		}
+	}
+	if other == 0 {
+		t.Error("the endpoint was never asked for test/other")
+	}
+}
