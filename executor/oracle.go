@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -72,10 +73,11 @@ const (
 	solutionUnpackCode = 97
 )
 
-// oracleScript unpacks the solution from stdin into SolutionDir and runs
-// solve.sh with no stdin; %[1]s is the exec's token.
+// oracleScript unpacks the solution from stdin (solutionTar: the stream
+// itself creates SolutionDir, which saves a mkdir) and runs solve.sh with
+// no stdin; %[1]s is the exec's token.
 var oracleScript = `command -v tar >/dev/null 2>&1 || { echo '` + solutionNoTar + ` %[1]s' >&2; exit ` + fmt.Sprint(solutionNoTarCode) + `; }
-{ mkdir -p -- ` + SolutionDir + ` && tar -x -f - -C ` + SolutionDir + `; } || { echo '` + solutionUnpack + ` %[1]s' >&2; exit ` + fmt.Sprint(solutionUnpackCode) + `; }
+tar -x -f - -C / || { echo '` + solutionUnpack + ` %[1]s' >&2; exit ` + fmt.Sprint(solutionUnpackCode) + `; }
 exec bash ` + SolutionDir + `/solve.sh </dev/null`
 
 // Run runs bash /solution/solve.sh until it ends or ctx's deadline passes,
@@ -134,7 +136,7 @@ func (OracleAgent) FirstCommand(task *benchmarks.Task, timeout time.Duration) *F
 	return &FirstCommand{
 		Cmd:        []string{"bash", "-c", fmt.Sprintf(oracleScript, token)},
 		Env:        EnvList(task.Config.Solution.Env),
-		WriteStdin: func(w io.Writer) error { return tartree.Write(w, solDir) },
+		WriteStdin: func(w io.Writer) error { return solutionTar(w, task) },
 		Timeout:    timeout,
 		Token:      token,
 	}
@@ -163,13 +165,19 @@ func runSolve(ctx context.Context, in AgentInput, timeout time.Duration) (ExecRe
 	}
 	token := randomHex()
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(tartree.Write(pw, filepath.Join(in.Task.Dir, "solution"))) }()
+	go func() { pw.CloseWithError(solutionTar(pw, in.Task)) }()
 	defer pr.CloseWithError(errors.New("solve.sh's exec ended"))
 	inline := req
 	inline.Cmd = []string{"bash", "-c", fmt.Sprintf(oracleScript, token)}
 	inline.Stdin = pr
 	res, err := in.Sandbox.Exec(ctx, inline)
 	return inlineOutcome(ctx, in, req, res, err, &FirstCommand{Token: token})
+}
+
+// solutionTar writes task's solution/ as a tar stream of SolutionDir, to
+// unpack at /.
+func solutionTar(w io.Writer, task *benchmarks.Task) error {
+	return tartree.WriteUnder(w, filepath.Join(task.Dir, "solution"), path.Base(SolutionDir), tartree.Walk)
 }
 
 // inlineOutcome reads the result of oracleScript (run with cmd's token):

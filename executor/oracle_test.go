@@ -102,11 +102,11 @@ func TestOracleSolutionDelivery(t *testing.T) {
 			if len(sb.copies) != tt.wantCopies || len(sb.execs) != tt.wantExecs {
 				t.Fatalf("copies %v and execs %q, want %d and %d", sb.copies, sb.execs, tt.wantCopies, tt.wantExecs)
 			}
-			inline := strings.Contains(strings.Join(sb.execs[0], " "), "tar -x -f - -C "+SolutionDir)
+			inline := strings.Contains(strings.Join(sb.execs[0], " "), "tar -x -f - -C /")
 			if inline != tt.wantInline {
 				t.Errorf("first exec %q unpacks the solution: %v, want %v", sb.execs[0], inline, tt.wantInline)
 			}
-			if inline && !slices.Contains(sb.stdins[0], "solve.sh") || inline && !slices.Contains(sb.stdins[0], "data/x") {
+			if inline && !slices.Contains(sb.stdins[0], "solution/solve.sh") || inline && !slices.Contains(sb.stdins[0], "solution/data/x") {
 				t.Errorf("the inline exec got %q on stdin, want the solution's files", sb.stdins[0])
 			}
 			last := sb.execs[len(sb.execs)-1]
@@ -206,7 +206,7 @@ func TestOracleFirstCommand(t *testing.T) {
 			sb := &firstSandbox{oracleSandbox: &oracleSandbox{root: tt.root}}
 			if first != nil && !tt.skip {
 				sb.run(t, first)
-				if !slices.Contains(sb.stdin, "solve.sh") || !slices.Contains(sb.stdin, "data/x") {
+				if !slices.Contains(sb.stdin, "solution/solve.sh") || !slices.Contains(sb.stdin, "solution/data/x") {
 					t.Fatalf("the first command got %q on stdin, want the solution's files", sb.stdin)
 				}
 				sb.result = ExecResult{Stdout: "solved\n"}
