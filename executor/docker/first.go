@@ -63,7 +63,7 @@ exec 3<&0
 exec sleep 2147483647 </dev/null >/dev/null 2>&1 3<&-`
 
 // firstEntrypoint is the main process that runs first beside the
-// keep-alive, under timeout and tagged like an exec.
+// keep-alive, under timeout as an exec would run it.
 func firstEntrypoint(first *executor.FirstCommand) []string {
 	secs := executor.WholeSeconds(first.Timeout)
 	args := []string{"/bin/sh", "-c", firstScript, "harness-first", first.Token}
