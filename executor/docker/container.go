@@ -221,7 +221,7 @@ func (d *Backend) create(ctx context.Context, spec executor.ContainerSpec, relea
 	var first *executor.FirstCommand
 	if proj == nil && useFirst(spec) {
 		first = spec.First
-		setFirst(cfg, first)
+		setFirst(cfg, hc, first)
 	}
 	// Created under a context that a cancellation cannot cut short: the
 	// engine may finish creating a container after the client gave up, and

@@ -96,11 +96,14 @@ func useFirst(spec executor.ContainerSpec) bool {
 }
 
 // setFirst makes cfg's main process run first beside the keep-alive, with
-// the container's stdin open for it once.
-func setFirst(cfg *container.Config, first *executor.FirstCommand) {
+// the container's stdin open for it once. The engine keeps no log of the
+// container's output: the host reads it, capped, from the attachment, and
+// a log file would grow with whatever the command writes.
+func setFirst(cfg *container.Config, hc *container.HostConfig, first *executor.FirstCommand) {
 	cfg.Entrypoint = firstEntrypoint(first)
 	cfg.OpenStdin, cfg.StdinOnce = true, true
 	cfg.AttachStdin, cfg.AttachStdout, cfg.AttachStderr = true, true, true
+	hc.LogConfig = container.LogConfig{Type: "none"}
 }
 
 // attachFirst attaches to the created container's streams before it

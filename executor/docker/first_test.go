@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
+
 	"github.com/mediated-coevo/harness/executor"
 )
 
@@ -58,6 +60,14 @@ func TestFirstEntrypoint(t *testing.T) {
 	want := "/bin/sh|-c|" + firstScript + "|harness-first|tok|A=1|B=2|--|timeout|-k|5s|90|bash|-c|echo hi"
 	if got != want {
 		t.Errorf("entrypoint\n%q\nwant\n%q", got, want)
+	}
+	// The container's stdin is open once, for the command, and no log
+	// of its output grows on the engine's disk.
+	cfg, hc := &container.Config{}, &container.HostConfig{}
+	setFirst(cfg, hc, testFirst())
+	if !cfg.OpenStdin || !cfg.StdinOnce || !cfg.AttachStdin || hc.LogConfig.Type != "none" ||
+		strings.Join(cfg.Entrypoint, "|") != want {
+		t.Errorf("config %+v, log %+v", cfg, hc.LogConfig)
 	}
 }
 
