@@ -41,7 +41,9 @@ type FirstStarter interface {
 // itself. FirstResult waits for it and returns its result and the command;
 // a nil command means the sandbox did not run one, and the agent runs its
 // command itself. Like Exec, a command stopped by its limit is a result
-// with TimedOut set, and an error is a failure of the sandbox or ctx.
+// with TimedOut set, and an error is a failure of the sandbox or ctx. A
+// sandbox that wraps one of a backend that runs first commands must pass
+// FirstResult on, or the agent runs its command a second time.
 type FirstRunner interface {
 	FirstResult(ctx context.Context) (ExecResult, *FirstCommand, error)
 }
