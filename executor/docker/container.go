@@ -193,7 +193,6 @@ func (d *Backend) Start(ctx context.Context, spec executor.ContainerSpec) (*Cont
 func (d *Backend) create(ctx context.Context, spec executor.ContainerSpec, release func()) (*Container, error) {
 	cfg, hc, warnings := containerConfig(spec, d.rt, d.ncpu)
 	cfg.Labels[LabelOwner] = d.owner
-
 	if d.noStorageOpt.Load() {
 		hc.StorageOpt = nil
 	}
