@@ -61,6 +61,10 @@ type ContainerSpec struct {
 	// a model gateway listens on (GatewayHost), even when the task has no
 	// internet: the sandbox then reaches the gateway and nothing else.
 	ModelGateway bool
+
+	// First is the agent's first command, to start with the sandbox where
+	// the backend can (FirstCommand); nil: none.
+	First *FirstCommand
 }
 
 // EnvError is a failure of a trial's environment (image build, container

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/mediated-coevo/harness/benchmarks"
 	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/internal/durable"
 	"github.com/mediated-coevo/harness/internal/tartree"
@@ -71,10 +73,11 @@ const (
 	solutionUnpackCode = 97
 )
 
-// oracleScript unpacks the solution from stdin into SolutionDir and runs
-// solve.sh with no stdin; %[1]s is the exec's token.
+// oracleScript unpacks the solution from stdin (solutionTar: the stream
+// itself creates SolutionDir, which saves a mkdir) and runs solve.sh with
+// no stdin; %[1]s is the exec's token.
 var oracleScript = `command -v tar >/dev/null 2>&1 || { echo '` + solutionNoTar + ` %[1]s' >&2; exit ` + fmt.Sprint(solutionNoTarCode) + `; }
-{ mkdir -p -- ` + SolutionDir + ` && tar -x -f - -C ` + SolutionDir + `; } || { echo '` + solutionUnpack + ` %[1]s' >&2; exit ` + fmt.Sprint(solutionUnpackCode) + `; }
+tar -x -f - -C / || { echo '` + solutionUnpack + ` %[1]s' >&2; exit ` + fmt.Sprint(solutionUnpackCode) + `; }
 exec bash ` + SolutionDir + `/solve.sh </dev/null`
 
 // Run runs bash /solution/solve.sh until it ends or ctx's deadline passes,
@@ -117,9 +120,33 @@ func (OracleAgent) Run(ctx context.Context, in AgentInput) (AgentResult, error) 
 	return out, nil
 }
 
-// runSolve runs solve.sh as the agent's user (the oracle is an agent), in
-// one exec that unpacks the solution first when inlineSolution allows. An
-// image without tar gets the solution through the sandbox's copy instead.
+// FirstCommand is solve.sh's exec as the sandbox's first command: it
+// unpacks the solution from its stdin and runs solve.sh, so the trial
+// makes no exec for the oracle at all. None when solve.sh runs as a user
+// other than root (who could not create /solution) or is missing.
+func (OracleAgent) FirstCommand(task *benchmarks.Task, timeout time.Duration) *FirstCommand {
+	if task == nil || (task.Config.Agent.User != "" && !IsRootUser(task.Config.Agent.User)) {
+		return nil
+	}
+	solDir := filepath.Join(task.Dir, "solution")
+	if _, err := os.Stat(filepath.Join(solDir, "solve.sh")); err != nil {
+		return nil
+	}
+	token := randomHex()
+	return &FirstCommand{
+		Cmd:        []string{"bash", "-c", fmt.Sprintf(oracleScript, token)},
+		Env:        EnvList(task.Config.Solution.Env),
+		WriteStdin: func(w io.Writer) error { return solutionTar(w, task) },
+		Timeout:    timeout,
+		Token:      token,
+	}
+}
+
+// runSolve runs solve.sh as the agent's user (the oracle is an agent): it
+// takes the result of the sandbox's first command when the sandbox ran it,
+// else runs one exec that unpacks the solution first when inlineSolution
+// allows. An image without tar gets the solution through the sandbox's
+// copy instead.
 func runSolve(ctx context.Context, in AgentInput, timeout time.Duration) (ExecResult, error) {
 	req := ExecRequest{
 		Cmd:     []string{"bash", SolutionDir + "/solve.sh"},
@@ -127,23 +154,42 @@ func runSolve(ctx context.Context, in AgentInput, timeout time.Duration) (ExecRe
 		Timeout: timeout,
 		User:    in.Task.Config.Agent.User,
 	}
+	if fr, ok := in.Sandbox.(FirstRunner); ok {
+		res, first, err := fr.FirstResult(ctx)
+		if err != nil || first != nil {
+			return inlineOutcome(ctx, in, req, res, err, first)
+		}
+	}
 	if !inlineSolution(in) {
 		return in.Sandbox.Exec(ctx, req)
 	}
 	token := randomHex()
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(tartree.Write(pw, filepath.Join(in.Task.Dir, "solution"))) }()
+	go func() { pw.CloseWithError(solutionTar(pw, in.Task)) }()
 	defer pr.CloseWithError(errors.New("solve.sh's exec ended"))
 	inline := req
 	inline.Cmd = []string{"bash", "-c", fmt.Sprintf(oracleScript, token)}
 	inline.Stdin = pr
 	res, err := in.Sandbox.Exec(ctx, inline)
+	return inlineOutcome(ctx, in, req, res, err, &FirstCommand{Token: token})
+}
+
+// solutionTar writes task's solution/ as a tar stream of SolutionDir, to
+// unpack at /.
+func solutionTar(w io.Writer, task *benchmarks.Task) error {
+	return tartree.WriteUnder(w, filepath.Join(task.Dir, "solution"), path.Base(SolutionDir), tartree.Walk)
+}
+
+// inlineOutcome reads the result of oracleScript (run with cmd's token):
+// an unpacking failure is an error, and an image without tar gets the
+// solution copied in and solve.sh run by req.
+func inlineOutcome(ctx context.Context, in AgentInput, req ExecRequest, res ExecResult, err error, cmd *FirstCommand) (ExecResult, error) {
 	switch {
 	case err != nil:
 		return res, err
-	case scriptSaid(res, solutionUnpackCode, solutionUnpack, token):
+	case scriptSaid(res, solutionUnpackCode, solutionUnpack, cmd.Token):
 		return res, fmt.Errorf("unpack the solution into %s: %s", SolutionDir, Clip(strings.TrimSpace(res.Stderr), 300))
-	case !scriptSaid(res, solutionNoTarCode, solutionNoTar, token):
+	case !scriptSaid(res, solutionNoTarCode, solutionNoTar, cmd.Token):
 		return res, nil
 	}
 	if err := copySolution(ctx, in); err != nil {

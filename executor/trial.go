@@ -210,6 +210,10 @@ func (r *Runner) setUp(ctx context.Context, tr *Trace, spec TrialSpec) (Closable
 		return nil, err
 	}
 	tr.Image = image
+	var first *FirstCommand
+	if fs, ok := spec.Agent.(FirstStarter); ok {
+		first = fs.FirstCommand(spec.Task, AgentTimeout(spec.Task, r.Runtime))
+	}
 	t0 = time.Now()
 	sb, err := r.Backend.StartSandbox(ctx, ContainerSpec{
 		Image:        image,
@@ -219,6 +223,7 @@ func (r *Runner) setUp(ctx context.Context, tr *Trace, spec TrialSpec) (Closable
 		Iteration:    spec.Iteration,
 		TrialID:      spec.TrialID,
 		ModelGateway: gateway,
+		First:        first,
 	})
 	tr.Timings.Setup = time.Since(t0)
 	if err != nil {

@@ -62,6 +62,7 @@ type fakeBackend struct {
 	startErr  error
 	sb        *fakeSandbox
 	started   int
+	spec      ContainerSpec // the last one started
 }
 
 func (b *fakeBackend) EnsureImage(ctx context.Context, task *benchmarks.Task) (string, bool, error) {
@@ -76,6 +77,7 @@ func (b *fakeBackend) StartSandbox(ctx context.Context, spec ContainerSpec) (Clo
 		return nil, b.startErr
 	}
 	b.started++
+	b.spec = spec
 	return b.sb, nil
 }
 

@@ -106,10 +106,10 @@ const resetScript = "rm -rf -- " + TestsDir + " " + VerifierLogDir +
 
 // streamedResetScript is resetScript for the streamed verifier, in fewer
 // processes (each costs the most on a busy engine and a FUSE file system):
-// rm runs only when something is in the way, /tests comes from the tar
-// stream itself, and mkdir sets the log directory's mode.
-const streamedResetScript = "{ { [ ! -e " + TestsDir + " ] && [ ! -L " + TestsDir + " ] && [ ! -e " + VerifierLogDir + " ] && [ ! -L " + VerifierLogDir + " ]; } || " +
-	"rm -rf -- " + TestsDir + " " + VerifierLogDir + "; } && mkdir -p -m 0777 -- " + VerifierLogDir
+// rm runs only when something is in the way, and both directories, the
+// log directory with its mode, come from the tar stream itself.
+const streamedResetScript = "{ [ ! -e " + TestsDir + " ] && [ ! -L " + TestsDir + " ] && [ ! -e " + VerifierLogDir + " ] && [ ! -L " + VerifierLogDir + " ]; } || " +
+	"rm -rf -- " + TestsDir + " " + VerifierLogDir
 
 // keepProcessesScript stands in for stopProcessesScript when the
 // configuration keeps the agent's processes running for the verifier.
@@ -206,12 +206,11 @@ func verify(ctx context.Context, sb Sandbox, task *benchmarks.Task, opts VerifyO
 		r.Err = err
 		return r
 	}
-	res, skipped, copyErr, streamed, err := runVerifierExec(ctx, sb, task, testsDir, opts)
+	res, skipped, copyErr, err := runVerifierExec(ctx, sb, task, testsDir, opts)
 	r.Output, r.ExitCode, r.TimedOut = res.Stdout+res.Stderr, res.ExitCode, res.TimedOut
-	produced := res.StderrBytes // the streamed verifier's stdout carries the logs, not test.sh's output
-	if !streamed {
-		produced += res.StdoutBytes
-	}
+	// The streamed verifier's stdout carried the logs; its result holds
+	// test.sh's output as read from them.
+	produced := res.StderrBytes + res.StdoutBytes
 	r.Stream = Stream{Name: "verifier", Produced: max(produced, int64(len(r.Output))), Kept: int64(len(r.Output))}
 	if err != nil {
 		r.Err = err
@@ -248,8 +247,7 @@ func prepareVerify(task *benchmarks.Task, opts VerifyOptions) (string, error) {
 const stopInsideWithin = 15 * time.Second
 
 // runVerifierExec stops the agent's processes (unless kept), puts the tests
-// in place, runs test.sh and brings the logs out. streamed says the logs
-// came on the exec's stdout (and copied them already).
+// in place, runs test.sh and brings the logs out.
 //
 // A root test.sh gets one exec that does it all, stopping the agent's
 // processes itself, which costs far less than the sandbox stopping them
@@ -258,7 +256,7 @@ const stopInsideWithin = 15 * time.Second
 // forking), a sandbox that can (ProcessStopper) stops them from outside and
 // the exec runs again. Another user's test.sh cannot stop root's
 // processes: the sandbox stops them from outside first when it can.
-func runVerifierExec(ctx context.Context, sb Sandbox, task *benchmarks.Task, testsDir string, opts VerifyOptions) (res ExecResult, skipped []string, copyErr error, streamed bool, err error) {
+func runVerifierExec(ctx context.Context, sb Sandbox, task *benchmarks.Task, testsDir string, opts VerifyOptions) (res ExecResult, skipped []string, copyErr error, err error) {
 	user, asRoot := testUser(sb, task)
 	stopper, canStop := sb.(ProcessStopper)
 	canStop = canStop && !opts.KeepAgentProcesses
@@ -277,16 +275,16 @@ func runVerifierExec(ctx context.Context, sb Sandbox, task *benchmarks.Task, tes
 		run := verifyStreamed(ctx, sb, task, testsDir, user, opts, within)
 		if canStop && run.done && !run.started && ctx.Err() == nil {
 			if err := stopOutside(); err != nil {
-				return run.res, nil, nil, true, err
+				return run.res, nil, nil, err
 			}
 			run = verifyStreamed(ctx, sb, task, testsDir, user, opts, 0)
 		}
 		if run.done {
-			return run.res, run.skipped, run.copyErr, true, run.err
+			return run.res, run.skipped, run.copyErr, run.err
 		}
 	} else if canStop {
 		if err := stopOutside(); err != nil {
-			return res, nil, nil, false, err
+			return res, nil, nil, err
 		}
 	}
 	res, err = runTests(ctx, sb, task, testsDir, user, asRoot, opts)
@@ -294,7 +292,7 @@ func runVerifierExec(ctx context.Context, sb Sandbox, task *benchmarks.Task, tes
 		// Copy the logs out even after a timeout: they show where it hung.
 		skipped, copyErr = copyLogsOut(ctx, sb, opts.LogDir)
 	}
-	return res, skipped, copyErr, false, err
+	return res, skipped, copyErr, err
 }
 
 // readVerdict reads the reward and the test report that test.sh left in
@@ -432,10 +430,12 @@ const (
 
 // streamedScript stops the agent's processes (first, so that none is left
 // when an image without tar sends the caller to the copying path), resets
-// the verifier's directories, unpacks the tests from stdin (a tar of tests/, at /), runs test.sh
-// under its own time limit (%[1]d seconds; its output goes to stderr and to
-// test-stdout.txt) and then writes to stdout one line with test.sh's exit
-// code followed by /logs/verifier as a tar. Before test.sh it writes a line
+// the verifier's directories, unpacks the tests and the log directory from
+// stdin (verifierInput, at /), runs test.sh under its own time limit
+// (%[1]d seconds; its output goes to test-stdout.txt, which the logs bring
+// back, rather than through a pipe and tee: two processes fewer) and then
+// writes to stdout one line with test.sh's exit code followed by
+// /logs/verifier as a tar. Before test.sh it writes a line
 // that says it got that far. The line comes first on stdout
 // because stderr is capped and could lose it. %[2]s is the run's token for
 // the prepare failure marker. processesScript defines
@@ -444,7 +444,7 @@ const streamedScript = `harness_stop_processes || { echo '` + prepareFailed + ` 
 command -v tar >/dev/null 2>&1 || { echo '` + noTarMarker + `' >&2; exit ` + noTarCode + `; }
 { ` + streamedResetScript + ` && tar -x -f - -C /; } || { echo '` + prepareFailed + ` %[2]s' >&2; exit ` + prepareFailedCode + `; }
 echo "` + testsStartMarker + `"
-timeout -k 5 %[1]d bash -c 'set -o pipefail; bash /tests/test.sh 2>&1 | tee /logs/verifier/test-stdout.txt' </dev/null >&2
+timeout -k 5 %[1]d bash /tests/test.sh </dev/null >/logs/verifier/test-stdout.txt 2>&1
 echo "` + testExitMarker + `$?"
 tar -c -f - -C /logs verifier`
 
@@ -506,7 +506,7 @@ func verifyStreamed(ctx context.Context, sb Sandbox, task *benchmarks.Task, test
 	secs := WholeSeconds(opts.Timeout)
 	limit := time.Duration(secs) * time.Second
 	in, inW := io.Pipe()
-	go func() { inW.CloseWithError(tartree.WriteUnder(inW, testsDir, path.Base(TestsDir), tartree.Walk)) }()
+	go func() { inW.CloseWithError(verifierInput(inW, testsDir)) }()
 	defer in.CloseWithError(errors.New("verifier exec ended"))
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -537,6 +537,9 @@ func verifyStreamed(ctx context.Context, sb Sandbox, task *benchmarks.Task, test
 	})
 	outW.Close()
 	l := <-logs
+	// What test.sh wrote comes back in its log file; the exec's stdout
+	// carried the logs' tar.
+	res.Stdout, res.StdoutBytes = testOutput(opts.LogDir, opts.OutputCap)
 	run = streamedRun{res: res, skipped: l.skipped, copyErr: l.err, done: true, started: l.started}
 	if err != nil {
 		run.err = fmt.Errorf("run tests/test.sh: %w", err)
@@ -551,6 +554,41 @@ func verifyStreamed(ctx context.Context, sb Sandbox, task *benchmarks.Task, test
 		run.done = !(strconv.Itoa(res.ExitCode) == noTarCode && strings.Contains(res.Stderr, noTarMarker))
 	}
 	return run
+}
+
+// verifierInput is the streamed verifier's stdin: the log directory
+// (mode 0777, so that test.sh may write there as any user) and the tests,
+// as a tar to unpack at /.
+func verifierInput(w io.Writer, testsDir string) error {
+	tw := tar.NewWriter(w)
+	hdr := &tar.Header{Name: strings.TrimPrefix(VerifierLogDir, "/") + "/", Typeflag: tar.TypeDir, Mode: 0o777,
+		ModTime: time.Now(), Format: tar.FormatPAX}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	if err := tw.Flush(); err != nil { // the tests' entries follow in the same archive
+		return err
+	}
+	return tartree.WriteUnder(w, testsDir, path.Base(TestsDir), tartree.Walk)
+}
+
+// testOutput is the head (up to limit bytes, <= 0: DefaultOutputCap) of
+// test-stdout.txt in the host's copy of the logs, and its size.
+func testOutput(logDir string, limit int) (string, int64) {
+	if limit <= 0 {
+		limit = DefaultOutputCap
+	}
+	f, err := os.Open(filepath.Join(logDir, "test-stdout.txt"))
+	if err != nil {
+		return "", 0
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil || !info.Mode().IsRegular() {
+		return "", 0
+	}
+	head, _ := io.ReadAll(io.LimitReader(f, int64(limit)))
+	return string(head), max(info.Size(), int64(len(head)))
 }
 
 // streamedOutcome reads the streamed verifier exec's result res with what

@@ -217,6 +217,11 @@ func (d *Backend) create(ctx context.Context, spec executor.ContainerSpec, relea
 	if err != nil {
 		return nil, err
 	}
+	var first *executor.FirstCommand
+	if proj == nil && useFirst(spec) {
+		first = spec.First
+		setFirst(cfg, hc, first)
+	}
 	// Created under a context that a cancellation cannot cut short: the
 	// engine may finish creating a container after the client gave up, and
 	// then nobody would know its id to remove it.
@@ -243,7 +248,7 @@ func (d *Backend) create(ctx context.Context, spec executor.ContainerSpec, relea
 		return nil, errors.Join(err, st.close(ctx))
 	}
 	return &Container{d: d, id: created.ID, keep: d.rt.KeepContainers, release: release, warnings: warnings,
-		stack: st, copies: mainCopies}, nil
+		stack: st, copies: mainCopies, firstCmd: first}, nil
 }
 
 // boot copies a compose task's files into the created container and starts
@@ -255,8 +260,16 @@ func (c *Container) boot(ctx context.Context) error {
 	if err := copyIn(ctx, c.d, c.id, c.copies); err != nil {
 		return err
 	}
+	if c.firstCmd != nil {
+		if err := c.attachFirst(ctx, c.firstCmd); err != nil {
+			return err
+		}
+	}
 	if err := c.d.cli.ContainerStart(ctx, c.id, container.StartOptions{}); err != nil {
 		return err
+	}
+	if c.first != nil {
+		c.first.start = time.Now()
 	}
 	// A keep-alive that exits at once (no sleep in the image) would
 	// otherwise surface later as a puzzling exec failure.
@@ -321,6 +334,10 @@ type Container struct {
 	// copies are a compose task's files for the main container, copied in
 	// before it starts.
 	copies []compose.Copy
+	// firstCmd is the agent's first command, which the container's main
+	// process starts beside the keep-alive; first follows it once attached.
+	firstCmd *executor.FirstCommand
+	first    *firstRun
 
 	closeOnce sync.Once
 	closeErr  error
@@ -338,6 +355,7 @@ func (c *Container) QueueWait() time.Duration { return c.queued }
 func (c *Container) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() {
 		defer c.release()
+		defer c.first.close()
 		if c.keep {
 			return
 		}
