@@ -331,7 +331,7 @@ func TestLoadRejectsUnknownKeys(t *testing.T) {
 		{"model key in a different case", "[models.planner]\nModel = \"x\"\n", "models.planner.Model", 2, "lower case"},
 		{"unknown model role", "[models.plannr]\nmodel = \"x\"\n", "models.plannr", 1, `did you mean "planner"`},
 		{"model role in a different case", "[models.Planner]\nmodel = \"x\"\n", "models.Planner", 1, "lower case"},
-		{"unknown model role far from any", "[models.judge]\nmodel = \"x\"\n", "models.judge", 1, "model roles are planner"},
+		{"unknown model role far from any", "[models.referee]\nmodel = \"x\"\n", "models.referee", 1, "model roles are planner"},
 		{"unknown lab key", "[labs.mine]\nstudent = 2\n", "labs.mine.student", 2, `did you mean "students"`},
 		{"unknown key in an inline table", "[models]\nplanner = { model = \"x\", modle = \"y\" }\n", "models.planner.modle", 2, `did you mean "model"`},
 		{"unknown key in [run]", "[run]\nflags = []\n", "run.flags", 2, ""},
@@ -777,8 +777,8 @@ func TestModelLabAndAPIKey(t *testing.T) {
 	if (Model{}).APIKey() != "" {
 		t.Error("a model without api_key_env has a key")
 	}
-	if _, err := c.Model("judge"); err == nil || !strings.Contains(err.Error(), "planner") {
-		t.Errorf("Model(judge): %v", err)
+	if _, err := c.Model("referee"); err == nil || !strings.Contains(err.Error(), "planner") {
+		t.Errorf("Model(referee): %v", err)
 	}
 	if l, err := c.Lab(""); err != nil || l.ExecutorMode != ModeSingle {
 		t.Errorf(`Lab("") = %+v, %v`, l, err)
