@@ -14,6 +14,7 @@ import (
 
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/harness/inspect"
 	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/mediator"
@@ -103,6 +104,16 @@ func TestTournamentDraftsJudgesAndValidatesTheBest(t *testing.T) {
 	}
 	if first.TrialsSaved <= 0 || first.TrialsSpent <= 0 {
 		t.Errorf("trials spent %d, saved %v; want both positive", first.TrialsSpent, first.TrialsSaved)
+	}
+	rep, err := inspect.Tournament(tr.run.Dir.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Candidates) < 4 || rep.Candidates[0].Operator != "refine" || rep.TrialsSaved <= 0 {
+		t.Errorf("inspect --tournament shows %d candidates (first %+v), %v trials saved", len(rep.Candidates), rep.Candidates[0], rep.TrialsSaved)
+	}
+	if rep.Correlation == nil && rep.Note == "" {
+		t.Error("inspect --tournament gives neither the rating-gain correlation nor a note why not")
 	}
 }
 
