@@ -332,3 +332,26 @@ func dropClock(m map[string]any) {
 		}
 	}
 }
+
+// TestMetaReviewNoteReachesThePlanner checks that every
+// meta_review_interval iterations the Reflector's note is recorded and the
+// Planner reads it with its skill from the next iteration on.
+func TestMetaReviewNoteReachesThePlanner(t *testing.T) {
+	tr := tournamentRun(t, 3, func(c *config.Config) {
+		c.Tournament = config.Tournament{NCandidates: 2, MetaReviewInterval: 2}
+	})
+	tr.execute(t)
+	recs := readJSONL[metaReviewRecord](t, filepath.Join(tr.run.Dir.Path, rundir.MetaReviewsFile))
+	if len(recs) != 1 || recs[0].Iteration != 2 || recs[0].Outcome != "noted" || recs[0].Note == "" {
+		t.Fatalf("meta-reviews %+v, want one note after iteration 2", recs)
+	}
+	if n := len(tr.rec.ByCaller("coevo/meta_review/i0002")); n != 1 {
+		t.Errorf("%d meta-review calls charged to coevo/meta_review/i0002, want 1", n)
+	}
+	before, after := tr.planPrompt(t, "a", 2), tr.planPrompt(t, "a", 3)
+	if strings.Contains(before, "Meta-review") || !strings.Contains(after, "Meta-review") || !strings.Contains(after, firstLineOf(recs[0].Note)) {
+		t.Errorf("the note reaches the plan of iteration 2: %v, of iteration 3: %v", strings.Contains(before, "Meta-review"), strings.Contains(after, "Meta-review"))
+	}
+}
+
+func firstLineOf(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
