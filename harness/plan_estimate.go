@@ -210,7 +210,8 @@ func (p *Plan) expectedValidation(cfg *config.Config, r RowSpec, iterations int)
 	if err != nil {
 		return 0
 	}
-	return int(math.Ceil(float64(batches) * e))
+	// A tournament validates its best validate_top candidates of each batch.
+	return int(math.Ceil(float64(batches) * e * float64(cfg.Tournament.Top())))
 }
 
 // validationSize is how many tasks a gate decision is expected to use, as
