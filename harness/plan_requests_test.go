@@ -153,7 +153,9 @@ func TestDryRunTokensMatchTheSpendOfATournament(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.ContainsFunc(p.Notes, func(n string) bool { return strings.HasPrefix(n, "tournament: each approved batch yields 3 candidates") }) {
+	if !slices.ContainsFunc(p.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "tournament: each approved batch yields 3 candidates")
+	}) {
 		t.Errorf("the dry run does not describe the tournament: %q", p.Notes)
 	}
 	if p.EstimatedTokensByRole[conditions.RoleJudge] == 0 {

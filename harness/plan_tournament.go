@@ -35,8 +35,8 @@ func judgeCalls(t config.Tournament, batches float64) float64 {
 }
 
 // tournamentRequests adds what a row's tournaments and meta-reviews send
-// over batches expected batches and its remaining iterations (done
-// already run): the extra drafts, the comparisons, and one meta-review
+// over batches expected batches (approvalRate of them approved) and its
+// remaining iterations (done already run): the extra drafts, the comparisons, and one meta-review
 // every meta_review_interval iterations.
 func tournamentRequests(tokens map[conditions.Role]roleTokens, m requestModel, r RowSpec, batches float64, iterations, done int) {
 	t := m.cfg.Tournament
