@@ -355,3 +355,49 @@ func TestMetaReviewNoteReachesThePlanner(t *testing.T) {
 }
 
 func firstLineOf(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
+
+// TestTournamentResumes stops a run after two iterations, leaves a
+// tournament line the checkpoint does not count (an iteration cut short),
+// and resumes it: the line is cut back, and the pool saved in state.json
+// competes in the tournaments after the resume.
+func TestTournamentResumes(t *testing.T) {
+	tweak := func(c *config.Config) { c.Tournament = config.Tournament{NCandidates: 3, ValidateTop: 1} }
+	tr := tournamentRun(t, 2, tweak)
+	tr.execute(t)
+	path := filepath.Join(tr.run.Dir.Path, rundir.TournamentFile)
+	before := readJSONL[tournamentRecord](t, path)
+	st, err := LoadState(tr.run.Dir.Path)
+	if err != nil || st.Tournament == nil || st.Tournament.Lines != len(before) || len(before) == 0 {
+		t.Fatalf("checkpoint %+v (%v) does not count the %d tournaments", st.Tournament, err, len(before))
+	}
+	if len(st.Tournament.Pool[""]) == 0 {
+		t.Fatal("no pool in the checkpoint")
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"batch_id":"torn"}` + "\n")
+	f.Close()
+	d, err := rundir.Open(tr.run.Dir.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := buildTestRun(tr.run.Config, d, conditions.StaticMediator, conditions.Policy{Executor: true}, []string{"a", "b", "c", "d"}, 5)
+	again.execute(t)
+	after := readJSONL[tournamentRecord](t, path)
+	pooled := false
+	for i, r := range after {
+		if r.BatchID == "torn" {
+			t.Errorf("line %d: the line the checkpoint did not count survived the resume", i+1)
+		}
+		if i >= len(before) {
+			for _, c := range r.Candidates {
+				pooled = pooled || c.Pooled && c.BatchID <= before[len(before)-1].BatchID
+			}
+		}
+	}
+	if len(after) <= len(before) || !pooled {
+		t.Errorf("%d tournaments before the resume, %d after; a candidate pooled before it competed after it: %v", len(before), len(after), pooled)
+	}
+}
