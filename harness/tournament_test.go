@@ -105,6 +105,27 @@ func TestTournamentDraftsJudgesAndValidatesTheBest(t *testing.T) {
 	if first.TrialsSaved <= 0 || first.TrialsSpent <= 0 {
 		t.Errorf("trials spent %d, saved %v; want both positive", first.TrialsSpent, first.TrialsSaved)
 	}
+	// The judge's and the extra drafts' spend is co-evolution work, spread
+	// over the metric rows like the rest of it.
+	rows, err := rundir.ReadMetrics(tr.run.Dir.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inRows, inLedger, judged int64
+	for _, r := range rows {
+		inRows += r.CoevoInputTokens + r.CoevoOutputTokens
+	}
+	for caller, u := range tr.run.Ledger.ByCaller() {
+		if strings.HasPrefix(caller, "coevo/") {
+			inLedger += u.Tokens()
+		}
+		if strings.HasPrefix(caller, "coevo/judge/") {
+			judged += u.Tokens()
+		}
+	}
+	if judged == 0 || inRows != inLedger {
+		t.Errorf("judge tokens %d; co-evolution tokens in metric rows %d, in the ledger %d", judged, inRows, inLedger)
+	}
 	rep, err := inspect.Tournament(tr.run.Dir.Path)
 	if err != nil {
 		t.Fatal(err)
