@@ -71,7 +71,6 @@ func (r *Run) tournament(ctx context.Context, it int, l skillLine, batchID strin
 		return nil, err
 	}
 	r.keepPool(l, entrants[len(top):])
-	rec.Candidates = derefAll(append(entrants, droppedOnly(fresh)...))
 	updates, err := r.settleTournament(it, l, batchID, batch, current, advice, top, decisions)
 	if err != nil {
 		return nil, err
@@ -89,46 +88,35 @@ func (r *Run) tournament(ctx context.Context, it int, l skillLine, batchID strin
 // kept with the reason it was dropped.
 func (r *Run) drawCandidates(ctx context.Context, l skillLine, batchID string, batch []mediator.Proposal, current *skills.Skill, advice string) ([]*candidate, error) {
 	proposals := r.proposalsFor(conditions.ConsumerPlannerDraft, batch)
-	self := "skill:" + short(current.Hash)
 	var out []*candidate
 	var refined *candidate
 	for i := range r.Config.Tournament.Candidates() {
 		op := mediator.Operators()[i%len(mediator.Operators())]
-		c := &candidate{ID: fmt.Sprintf("%sc%d", batchID, i+1), BatchID: batchID, Operator: string(op), Parents: []string{self},
-			EloStart: r.Config.Tournament.Initial()}
+		c := &candidate{ID: fmt.Sprintf("%sc%d", batchID, i+1), BatchID: batchID, Operator: string(op),
+			Parents: []string{"skill:" + short(current.Hash)}, EloStart: r.Config.Tournament.Initial(), Elo: r.Config.Tournament.Initial()}
+		// The first draft is charged as a batch's only draft is; the
+		// others name their candidate.
 		pl := *r.planner
-		pl.Caller = rundir.CandidateCaller(batchID, fmt.Sprintf("c%d", i+1)).String()
-		var text string
-		var fellBack bool
-		var err error
-		if op == mediator.OperatorRefine {
-			pl.Caller = rundir.DraftCaller(batchID).String()
-			if i > 0 {
-				pl.Caller = rundir.CandidateCaller(batchID, fmt.Sprintf("c%d", i+1)).String()
-			}
-			text, fellBack, err = pl.Draft(ctx, string(current.Content), proposals, advice)
-		} else {
-			partner := r.partner(l, op, refined)
-			if partner != nil {
-				c.Parents = append(c.Parents, partner.ID)
-			}
-			in := mediator.VariantInput{Operator: op, BatchID: batchID, CurrentSkill: string(current.Content), Proposals: proposals,
-				Advice: advice, Index: i + 1}
-			if partner != nil {
-				in.Partner = partner.Content
-			}
-			text, fellBack, err = pl.Vary(ctx, in)
+		pl.Caller = rundir.DraftCaller(batchID).String()
+		if i > 0 {
+			pl.Caller = rundir.CandidateCaller(batchID, fmt.Sprintf("c%d", i+1)).String()
 		}
-		if err != nil {
-			if r.stopsRun(ctx, err) {
-				return nil, fmt.Errorf("draft candidate %s: %w", c.ID, err)
-			}
+		var partner *candidate
+		if op != mediator.OperatorRefine {
+			partner = r.partner(l, op, refined)
+		}
+		text, fellBack, err := draftWith(ctx, &pl, op, i+1, batchID, current, proposals, advice, partner)
+		switch {
+		case err != nil && r.stopsRun(ctx, err):
+			return nil, fmt.Errorf("draft candidate %s: %w", c.ID, err)
+		case err != nil:
 			c.Dropped = "the Planner's model failed while drafting: " + err.Error()
-		} else {
-			c.Content = text
-			c.Dropped = dropReason(text, fellBack, current, out)
+		default:
+			c.Content, c.Dropped = text, dropReason(text, fellBack, current, out)
 		}
-		c.Elo = c.EloStart
+		if partner != nil {
+			c.Parents = append(c.Parents, partner.ID)
+		}
 		if c.Dropped == "" {
 			if s, err := skills.Parse([]byte(text)); err == nil {
 				c.Hash = s.Hash
@@ -140,6 +128,21 @@ func (r *Run) drawCandidates(ctx context.Context, l skillLine, batchID string, b
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// draftWith drafts one candidate with op: refine is the Planner's ordinary
+// draft, the others a variant, from partner when there is one.
+func draftWith(ctx context.Context, pl *mediator.Planner, op mediator.Operator, index int, batchID string, current *skills.Skill,
+	proposals []mediator.Proposal, advice string, partner *candidate) (string, bool, error) {
+	if op == mediator.OperatorRefine {
+		return pl.Draft(ctx, string(current.Content), proposals, advice)
+	}
+	in := mediator.VariantInput{Operator: op, BatchID: batchID, CurrentSkill: string(current.Content), Proposals: proposals,
+		Advice: advice, Index: index}
+	if partner != nil {
+		in.Partner = partner.Content
+	}
+	return pl.Vary(ctx, in)
 }
 
 // partner is the other candidate an operator works from: combine merges
