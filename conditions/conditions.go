@@ -106,12 +106,14 @@ const (
 	RoleAdvisor   Role = "advisor"
 	RoleReflector Role = "reflector"
 	RoleCompactor Role = "compactor"
+	// RoleJudge compares executor-skill candidates pairwise in a tournament.
+	RoleJudge Role = "judge"
 )
 
 // ModelRoles lists every model role in a stable order.
 func ModelRoles() []Role {
 	return []Role{RolePlanner, RoleExecutor, RoleCode, RoleExplore, RolePlan,
-		RoleMediator, RoleAdvisor, RoleReflector, RoleCompactor}
+		RoleMediator, RoleAdvisor, RoleReflector, RoleCompactor, RoleJudge}
 }
 
 // SkillRoles lists the roles that own a skill, in their documented order.

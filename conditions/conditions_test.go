@@ -237,7 +237,7 @@ func TestRoles(t *testing.T) {
 
 func TestRoleOrder(t *testing.T) {
 	// Both orders are visible: in configuration listings and in policy strings.
-	models := "planner,executor,code,explore,plan,mediator,advisor,reflector,compactor"
+	models := "planner,executor,code,explore,plan,mediator,advisor,reflector,compactor,judge"
 	if got := strings.Join(RoleNames(ModelRoles()), ","); got != models {
 		t.Errorf("model roles %s, want %s", got, models)
 	}
@@ -253,7 +253,7 @@ func TestRoleOrder(t *testing.T) {
 
 func TestRoleErrors(t *testing.T) {
 	_, err := ParseModelRole("coevo")
-	if want := `unknown model role "coevo" (roles: planner, executor, code, explore, plan, mediator, advisor, reflector, compactor)`; err == nil || err.Error() != want {
+	if want := `unknown model role "coevo" (roles: planner, executor, code, explore, plan, mediator, advisor, reflector, compactor, judge)`; err == nil || err.Error() != want {
 		t.Errorf("ParseModelRole error %v, want %s", err, want)
 	}
 	_, err = ParseSkillRole("code")

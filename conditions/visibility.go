@@ -172,12 +172,18 @@ const (
 	ConsumerAdvisor         Consumer = "advisor"
 	ConsumerReflector       Consumer = "reflector"
 	ConsumerCompactor       Consumer = "compactor"
+	// ConsumerJudge compares two executor-skill candidates of a tournament.
+	ConsumerJudge Consumer = "judge"
+	// ConsumerMetaReview is the Reflector's summary of recurring critiques
+	// for the Planner.
+	ConsumerMetaReview Consumer = "meta_review"
 )
 
 // Consumers lists every consumer in documentation order.
 func Consumers() []Consumer {
 	return []Consumer{ConsumerPlannerPlan, ConsumerPlannerProposal, ConsumerPlannerDraft, ConsumerExecutor,
-		ConsumerExplore, ConsumerPlan, ConsumerCode, ConsumerMediator, ConsumerAdvisor, ConsumerReflector, ConsumerCompactor}
+		ConsumerExplore, ConsumerPlan, ConsumerCode, ConsumerMediator, ConsumerAdvisor, ConsumerReflector, ConsumerCompactor,
+		ConsumerJudge, ConsumerMetaReview}
 }
 
 // Role is the model role whose calls the consumer makes.
@@ -191,6 +197,8 @@ func (c Consumer) Role() Role {
 		return RolePlan
 	case ConsumerCode:
 		return RoleCode
+	case ConsumerMetaReview:
+		return RoleReflector
 	}
 	return Role(c)
 }
@@ -272,6 +280,22 @@ func (s Setting) Visible(c Consumer) EvidenceSet {
 		if s.Condition.PlannerContext() != ContextTraceSummaries {
 			out |= s.priorFeedback(true)
 		}
+	case ConsumerJudge:
+		// The judge sees what the Planner drafted from: the batch's
+		// proposals with the feedback they came from and the rejections
+		// since, plus the candidates themselves (executor skills).
+		if s.Condition.ProposalFeedback() == FeedbackNone {
+			return 0
+		}
+		out = out.With(EvidenceExecutorSkill, EvidenceProposals, EvidenceProposalEvidence, EvidenceRejections, EvidenceOutcome)
+		out |= s.priorFeedback(false)
+	case ConsumerMetaReview:
+		// Critiques only: the judge's reasons and the Advisor's feedback,
+		// and the rejections they led to.
+		if s.Condition.ProposalFeedback() == FeedbackNone {
+			return 0
+		}
+		out = out.With(EvidencePlannerSkill, EvidenceAdvice, EvidenceRejections)
 	case ConsumerCompactor:
 		if s.Condition != FullTraces {
 			return 0

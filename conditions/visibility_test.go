@@ -41,7 +41,7 @@ func TestVisibilityRules(t *testing.T) {
 		ok   func(s Setting, c Consumer, got EvidenceSet) bool
 	}{
 		{"the Executor and its subagents never see verifier output, reports or summaries", func(s Setting, c Consumer, got EvidenceSet) bool {
-			if c.Role() == RolePlanner || c == ConsumerMediator || c == ConsumerAdvisor || c == ConsumerReflector || c == ConsumerCompactor {
+			if c.Role() == RolePlanner || c == ConsumerMediator || c == ConsumerAdvisor || c == ConsumerReflector || c == ConsumerCompactor || c == ConsumerJudge {
 				return true
 			}
 			for _, e := range []Evidence{EvidenceOutcome, EvidenceTestNames, EvidenceDiagnostics, EvidenceOwnReports, EvidenceOwnSummaries, EvidenceHumanNotes} {
@@ -148,6 +148,7 @@ var consumerHeading = map[Consumer]string{
 	ConsumerPlannerPlan: "Planner: plan", ConsumerPlannerProposal: "Planner: proposal", ConsumerPlannerDraft: "Planner: draft",
 	ConsumerExecutor: "Executor / coordinator", ConsumerExplore: "explore", ConsumerPlan: "plan", ConsumerCode: "code",
 	ConsumerMediator: "Mediator", ConsumerAdvisor: "Advisor", ConsumerReflector: "Reflector", ConsumerCompactor: "Compactor",
+	ConsumerJudge: "Judge", ConsumerMetaReview: "Reflector: meta-review",
 }
 
 // conditionAbbrev shortens condition names so the table fits a page; the

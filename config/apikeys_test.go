@@ -73,7 +73,7 @@ func TestCheckAPIKeysNamesEachVariableOnce(t *testing.T) {
 	if !strings.Contains(msg, "KEY_B (for mediator, advisor)") {
 		t.Errorf("%q does not name KEY_B once with its two roles", msg)
 	}
-	if !strings.Contains(msg, "KEY_A (for planner, executor, code, explore, plan, reflector, compactor)") {
+	if !strings.Contains(msg, "KEY_A (for planner, executor, code, explore, plan, reflector, compactor, judge)") {
 		t.Errorf("%q does not list every role needing KEY_A", msg)
 	}
 }

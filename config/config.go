@@ -16,6 +16,10 @@ type Config struct {
 	Experiment Experiment `toml:"experiment"`
 	Validation Validation `toml:"validation"`
 	Reflection Reflection `toml:"reflection"`
+	// Tournament is left out of an encoding when zero, as in a run written
+	// before the section existed, so such a run keeps its fingerprint; zero
+	// reads as one candidate per batch, the behaviour before tournaments.
+	Tournament Tournament `toml:"tournament,omitempty"`
 	// Models are by model role, and by any other key a lab's student
 	// names ([labs.<name>.students.<id>] model).
 	Models          map[conditions.Role]Model `toml:"models"`
@@ -151,6 +155,56 @@ type Reflection struct {
 	BucketFraction  float64 `toml:"bucket_fraction"`
 	MinRewardGap    float64 `toml:"min_reward_gap"`
 	MinChangedWords int     `toml:"min_changed_words"`
+}
+
+// Tournament is [tournament]: how many executor-skill candidates an
+// approved batch yields, how they are ranked before the gate, and how often
+// the Reflector summarises the critiques for the Planner.
+type Tournament struct {
+	// NCandidates is how many candidates the Planner drafts from an
+	// approved batch, each with an operator; 1 (or 0) drafts one, as before
+	// tournaments, and calls no judge.
+	NCandidates int `toml:"n_candidates"`
+	// ValidateTop is how many of the best-rated candidates go to the gate.
+	ValidateTop int `toml:"validate_top"`
+	// MetaReviewInterval is how many iterations apart the Reflector
+	// summarises recurring critiques into a note for the Planner; 0 never.
+	MetaReviewInterval int `toml:"meta_review_interval"`
+	// EloK is the Elo K factor: the most a rating moves in one comparison.
+	EloK float64 `toml:"elo_k"`
+	// EloInitial is a new candidate's rating.
+	EloInitial float64 `toml:"elo_initial"`
+}
+
+// Candidates is how many candidates an approved batch yields (at least 1).
+func (t Tournament) Candidates() int { return max(1, t.NCandidates) }
+
+// Active reports whether batches run a tournament: more than one candidate.
+func (t Tournament) Active() bool { return t.Candidates() > 1 }
+
+// Top is how many candidates are validated (at least 1, at most Candidates).
+func (t Tournament) Top() int { return min(max(1, t.ValidateTop), t.Candidates()) }
+
+// The Elo settings a zero [tournament] table stands for.
+const (
+	DefaultEloK       = 32.0
+	DefaultEloInitial = 1000.0
+)
+
+// K is the Elo K factor, DefaultEloK when unset.
+func (t Tournament) K() float64 {
+	if t.EloK == 0 {
+		return DefaultEloK
+	}
+	return t.EloK
+}
+
+// Initial is a new candidate's Elo rating, DefaultEloInitial when unset.
+func (t Tournament) Initial() float64 {
+	if t.EloInitial == 0 {
+		return DefaultEloInitial
+	}
+	return t.EloInitial
 }
 
 // Model is [models.<key>]: one model endpoint, for the role of that name

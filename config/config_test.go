@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -331,7 +332,7 @@ func TestLoadRejectsUnknownKeys(t *testing.T) {
 		{"model key in a different case", "[models.planner]\nModel = \"x\"\n", "models.planner.Model", 2, "lower case"},
 		{"unknown model role", "[models.plannr]\nmodel = \"x\"\n", "models.plannr", 1, `did you mean "planner"`},
 		{"model role in a different case", "[models.Planner]\nmodel = \"x\"\n", "models.Planner", 1, "lower case"},
-		{"unknown model role far from any", "[models.judge]\nmodel = \"x\"\n", "models.judge", 1, "model roles are planner"},
+		{"unknown model role far from any", "[models.referee]\nmodel = \"x\"\n", "models.referee", 1, "model roles are planner"},
 		{"unknown lab key", "[labs.mine]\nstudent = 2\n", "labs.mine.student", 2, `did you mean "students"`},
 		{"unknown key in an inline table", "[models]\nplanner = { model = \"x\", modle = \"y\" }\n", "models.planner.modle", 2, `did you mean "model"`},
 		{"unknown key in [run]", "[run]\nflags = []\n", "run.flags", 2, ""},
@@ -461,6 +462,12 @@ func TestValidateRanges(t *testing.T) {
 		{"negative margin", func(c *Config) { c.Validation.Margin = -0.1 }, "validation.margin"},
 		{"duplicate pool task", func(c *Config) { c.Validation.Pool = []string{"a", "a"} }, "validation.pool"},
 		{"bucket fraction", func(c *Config) { c.Reflection.BucketFraction = 0 }, "reflection.bucket_fraction"},
+		{"negative n_candidates", func(c *Config) { c.Tournament.NCandidates = -1 }, "tournament.n_candidates"},
+		{"validate_top above n_candidates", func(c *Config) { c.Tournament.NCandidates, c.Tournament.ValidateTop = 2, 3 }, "tournament.validate_top"},
+		{"negative meta_review_interval", func(c *Config) { c.Tournament.MetaReviewInterval = -2 }, "tournament.meta_review_interval"},
+		{"negative elo_k", func(c *Config) { c.Tournament.EloK = -1 }, "tournament.elo_k"},
+		{"NaN elo_initial", func(c *Config) { c.Tournament.EloInitial = math.NaN() }, "tournament.elo_initial"},
+		{"tournament without a judge", func(c *Config) { c.Tournament.NCandidates = 3; delete(c.Models, conditions.RoleJudge) }, "models.judge"},
 		{"provider", func(c *Config) { setModel(c, conditions.RolePlanner, func(m *Model) { m.Provider = "anthropic" }) }, "models.planner.provider"},
 		{"openai without model", func(c *Config) { setModel(c, conditions.RoleCode, func(m *Model) { m.Model = "" }) }, "models.code.model"},
 		{"openai without base_url", func(c *Config) { setModel(c, conditions.RoleCode, func(m *Model) { m.BaseURL = "" }) }, "models.code.base_url"},
@@ -777,8 +784,8 @@ func TestModelLabAndAPIKey(t *testing.T) {
 	if (Model{}).APIKey() != "" {
 		t.Error("a model without api_key_env has a key")
 	}
-	if _, err := c.Model("judge"); err == nil || !strings.Contains(err.Error(), "planner") {
-		t.Errorf("Model(judge): %v", err)
+	if _, err := c.Model("referee"); err == nil || !strings.Contains(err.Error(), "planner") {
+		t.Errorf("Model(referee): %v", err)
 	}
 	if l, err := c.Lab(""); err != nil || l.ExecutorMode != ModeSingle {
 		t.Errorf(`Lab("") = %+v, %v`, l, err)
@@ -1001,5 +1008,29 @@ func TestLauncherOutsideFingerprint(t *testing.T) {
 	}
 	if parsed.Launcher.Kind != "" || Fingerprint(parsed) != Fingerprint(c) {
 		t.Errorf("without [launcher]: kind %q, fingerprint equal %v; want empty and equal", parsed.Launcher.Kind, Fingerprint(parsed) == Fingerprint(c))
+	}
+}
+
+// A configuration written before tournaments has neither [tournament] nor
+// [models.judge]: it stays valid and reads as one candidate per batch.
+func TestTournamentDefaultsOfAnOlderConfiguration(t *testing.T) {
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Tournament; got.Candidates() != 1 || got.Top() != 1 || got.Active() || got.K() != 32 || got.Initial() != 1000 {
+		t.Errorf("shipped [tournament] = %+v: want one candidate, K 32, initial 1000", got)
+	}
+	c.Tournament = Tournament{}
+	delete(c.Models, conditions.RoleJudge)
+	if issues := c.validate(); len(issues) != 0 {
+		t.Errorf("a configuration without [tournament] and [models.judge] is refused: %v", issues)
+	}
+	if got := c.Tournament; got.Candidates() != 1 || got.Active() || got.K() != DefaultEloK || got.Initial() != DefaultEloInitial {
+		t.Errorf("zero [tournament] reads as %d candidates (active %v), K %v, initial %v", got.Candidates(), got.Active(), got.K(), got.Initial())
+	}
+	c.Tournament = Tournament{NCandidates: 4, ValidateTop: 2}
+	if got := c.Tournament; !got.Active() || got.Top() != 2 {
+		t.Errorf("n_candidates 4, validate_top 2: active %v, top %d", got.Active(), got.Top())
 	}
 }

@@ -124,6 +124,7 @@ type fileLayer struct {
 	Experiment      *Experiment               `toml:"experiment"`
 	Validation      *Validation               `toml:"validation"`
 	Reflection      *Reflection               `toml:"reflection"`
+	Tournament      *Tournament               `toml:"tournament"`
 	Models          map[string]toml.Primitive `toml:"models"`
 	Labs            map[string]toml.Primitive `toml:"labs"`
 	Budget          *Budget                   `toml:"budget"`
@@ -155,6 +156,7 @@ func decodeLayer(c *Config, data []byte, file string, inherit bool) (*layerMeta,
 		Experiment:      &c.Experiment,
 		Validation:      &c.Validation,
 		Reflection:      &c.Reflection,
+		Tournament:      &c.Tournament,
 		Budget:          &c.Budget,
 		ExecutorRuntime: &c.ExecutorRuntime,
 		Mediator:        &c.Mediator,

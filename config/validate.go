@@ -118,6 +118,7 @@ func (c *Config) validate() []issue {
 	c.validateExperiment(&ck)
 	c.validateValidation(&ck)
 	c.validateReflection(&ck)
+	c.validateTournament(&ck)
 	c.validateModels(&ck)
 	c.validateLabs(&ck)
 	c.validateAgents(&ck)
@@ -203,6 +204,23 @@ func (c *Config) validateReflection(ck *checker) {
 	ck.atLeast(k("min_changed_words"), int64(r.MinChangedWords), 0)
 }
 
+func (c *Config) validateTournament(ck *checker) {
+	t := c.Tournament
+	k := func(name string) toml.Key { return key("tournament", name) }
+	ck.atLeast(k("n_candidates"), int64(t.NCandidates), 0)
+	ck.atLeast(k("validate_top"), int64(t.ValidateTop), 0)
+	ck.atLeast(k("meta_review_interval"), int64(t.MetaReviewInterval), 0)
+	if t.ValidateTop > t.Candidates() {
+		ck.add(k("validate_top"), "must not exceed n_candidates (%d; got %d): only drafted candidates can be validated", t.Candidates(), t.ValidateTop)
+	}
+	if t.EloK < 0 || math.IsNaN(t.EloK) || math.IsInf(t.EloK, 0) {
+		ck.add(k("elo_k"), "must be a positive K factor such as 32 (got %v)", t.EloK)
+	}
+	if t.EloInitial < 0 || math.IsNaN(t.EloInitial) || math.IsInf(t.EloInitial, 0) {
+		ck.add(k("elo_initial"), "must be a positive rating such as 1000 (got %v)", t.EloInitial)
+	}
+}
+
 func (c *Config) validateModels(ck *checker) {
 	named := c.studentModels()
 	for _, role := range sortedKeys(c.Models) {
@@ -225,7 +243,16 @@ func (c *Config) validateModels(ck *checker) {
 	}
 	for _, role := range conditions.ModelRoles() {
 		m, ok := c.Models[role]
+		if !ok && role == conditions.RoleJudge && !c.Tournament.Active() {
+			// The judge is called only in a tournament; a run written
+			// before the role existed has no table for it.
+			continue
+		}
 		if !ok {
+			if role == conditions.RoleJudge {
+				ck.add(key("models", string(role)), "is missing: [tournament] n_candidates = %d needs a judge; add a [models.judge] table", c.Tournament.NCandidates)
+				continue
+			}
 			ck.add(key("models", string(role)), "is missing: every role needs a [models.%s] table", role)
 			continue
 		}

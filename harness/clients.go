@@ -26,6 +26,9 @@ func NewClients(cfg *config.Config, ledger *llm.Ledger, seed int64, providers Pr
 	c := &Clients{byRole: map[conditions.Role]*llm.Client{}, offline: true}
 	redactor := cfg.Redactor()
 	for _, role := range conditions.ModelRoles() {
+		if _, ok := cfg.Models[role]; !ok && role == conditions.RoleJudge && !cfg.Tournament.Active() {
+			continue // a run written before the judge existed calls none
+		}
 		m, err := cfg.Model(role)
 		if err != nil {
 			return nil, err

@@ -92,7 +92,7 @@ func TestPositiveControlGateAdoptsTheDiligenceAdvice(t *testing.T) {
 	tr.run.NewAgent = newAgent
 	current, candidate := withAdvice(t)
 	dir := t.TempDir()
-	d, err := tr.run.validate(context.Background(), tr.run.labLine(), "b001", []mediator.Proposal{{TaskID: tasks[0].ID}}, current, candidate, dir)
+	d, err := tr.run.validate(context.Background(), tr.run.labLine(), "b001", "b001", []mediator.Proposal{{TaskID: tasks[0].ID}}, current, candidate, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

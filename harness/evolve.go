@@ -118,6 +118,9 @@ func (r *Run) evolve(ctx context.Context, it int) ([]rundir.SkillUpdate, error) 
 			updates = append(updates, u...)
 		}
 	}
+	if err := r.metaReview(ctx, it); err != nil {
+		return updates, err
+	}
 	if exp.CoevoInterval > 0 && it%exp.CoevoInterval == 0 {
 		for _, role := range []conditions.Role{conditions.RolePlanner, conditions.RoleMediator} {
 			if !r.Spec.Policy.Allows(role) {
@@ -173,6 +176,9 @@ func (r *Run) reviewBatch(ctx context.Context, it int, l skillLine) (_ []rundir.
 	if err != nil {
 		return nil, err
 	}
+	if r.Config.Tournament.Active() {
+		return r.tournament(ctx, it, l, batchID, batch, current)
+	}
 	draft, advice, err := r.draftCandidate(ctx, it, l, batchID, batch, current)
 	if err != nil || draft == "" {
 		return nil, err
@@ -185,21 +191,10 @@ func (r *Run) reviewBatch(ctx context.Context, it int, l skillLine) (_ []rundir.
 // Advisor rejects, or a draft that is unusable, is recorded as rejected and
 // returns no draft.
 func (r *Run) draftCandidate(ctx context.Context, it int, l skillLine, batchID string, batch []mediator.Proposal, current *skills.Skill) (draft, advice string, err error) {
-	adv := *r.advisor
-	adv.Caller = rundir.AdvisorCaller(batchID).String()
-	review, err := adv.Review(ctx, batchID, string(current.Content), r.proposalsFor(conditions.ConsumerAdvisor, batch))
-	if err != nil {
-		if r.stopsRun(ctx, err) {
-			return "", "", fmt.Errorf("advisor review of batch %s: %w", batchID, err)
-		}
-		return "", "", r.reject(rejection{Type: "batch", BatchID: batchID, Student: l.student, Iteration: it,
-			Reason: "the Advisor's model failed: " + err.Error(), Proposals: batch})
+	advice, approved, err := r.review(ctx, it, l, batchID, batch, current)
+	if err != nil || !approved {
+		return "", "", err
 	}
-	if !review.Approve {
-		return "", "", r.reject(rejection{Type: "batch", BatchID: batchID, Student: l.student, Iteration: it,
-			Reason: "the Advisor rejected the batch", Advice: review.Feedback, Proposals: batch, judged: true})
-	}
-	advice = review.Feedback
 	pl := *r.planner
 	pl.Caller = rundir.DraftCaller(batchID).String()
 	draft, fellBack, err := pl.Draft(ctx, string(current.Content), r.proposalsFor(conditions.ConsumerPlannerDraft, batch), advice)
@@ -221,15 +216,44 @@ func (r *Run) draftCandidate(ctx context.Context, it int, l skillLine, batchID s
 	return draft, advice, nil
 }
 
+// review asks the Advisor to review the batch. A batch the Advisor
+// rejects, or whose review failed, is recorded as rejected and is not
+// approved.
+func (r *Run) review(ctx context.Context, it int, l skillLine, batchID string, batch []mediator.Proposal, current *skills.Skill) (advice string, approved bool, err error) {
+	adv := *r.advisor
+	adv.Caller = rundir.AdvisorCaller(batchID).String()
+	review, err := adv.Review(ctx, batchID, string(current.Content), r.proposalsFor(conditions.ConsumerAdvisor, batch))
+	if err != nil {
+		if r.stopsRun(ctx, err) {
+			return "", false, fmt.Errorf("advisor review of batch %s: %w", batchID, err)
+		}
+		return "", false, r.reject(rejection{Type: "batch", BatchID: batchID, Student: l.student, Iteration: it,
+			Reason: "the Advisor's model failed: " + err.Error(), Proposals: batch})
+	}
+	if !review.Approve {
+		return "", false, r.reject(rejection{Type: "batch", BatchID: batchID, Student: l.student, Iteration: it,
+			Reason: "the Advisor rejected the batch", Advice: review.Feedback, Proposals: batch, judged: true})
+	}
+	r.addCritique(fmt.Sprintf("batch %s (iteration %d): the Advisor approved; advice: %s", batchID, it, capText(review.Feedback, 300)))
+	return review.Feedback, true, nil
+}
+
 // gateCandidate validates a drafted executor skill against the current one
 // and adopts it only when the gate accepts it.
 func (r *Run) gateCandidate(ctx context.Context, it int, l skillLine, batchID string, batch []mediator.Proposal, current *skills.Skill,
 	draft, advice string) ([]rundir.SkillUpdate, error) {
 	evidenceDir := rundir.ValidationBatchDir(batchID)
-	decision, err := r.validate(ctx, l, batchID, batch, string(current.Content), draft, filepath.Join(r.Dir.Path, evidenceDir))
+	decision, err := r.validate(ctx, l, batchID, batchID, batch, string(current.Content), draft, filepath.Join(r.Dir.Path, evidenceDir))
 	if err != nil {
 		return nil, err
 	}
+	return r.settle(it, l, batchID, batch, current, draft, advice, decision, evidenceDir)
+}
+
+// settle adopts a validated candidate the gate accepted, or records it as
+// rejected.
+func (r *Run) settle(it int, l skillLine, batchID string, batch []mediator.Proposal, current *skills.Skill,
+	draft, advice string, decision gate.Decision, evidenceDir string) ([]rundir.SkillUpdate, error) {
 	if !decision.Accept {
 		return nil, r.reject(rejection{Type: "candidate", BatchID: batchID, Student: l.student, Iteration: it,
 			Reason: "validation rejected the candidate: " + decision.Reason, Advice: advice,
@@ -276,6 +300,7 @@ func (r *Run) reject(rej rejection) error {
 	if rej.Advice != "" {
 		summary += "; advice: " + capText(rej.Advice, 300)
 	}
+	r.addCritique(summary)
 	r.mu.Lock()
 	r.st.RecentRejections = append(r.st.RecentRejections, summary)
 	if n := r.Config.Experiment.RecentRejectionsShown; n > 0 && len(r.st.RecentRejections) > n {
@@ -404,8 +429,10 @@ func compatible(a, b *benchmarks.Task, minOverlap int) bool {
 }
 
 // validate runs the current and the candidate executor skill on the
-// validation tasks with paired seeds, as the gate asks, and decides.
-func (r *Run) validate(ctx context.Context, l skillLine, batchID string, batch []mediator.Proposal, current, candidate, dir string) (gate.Decision, error) {
+// validation tasks with paired seeds, as the gate asks, and decides. The
+// tasks and seeds follow the batch; key names the trials (the batch, or a
+// tournament candidate validated beside others of its batch).
+func (r *Run) validate(ctx context.Context, l skillLine, batchID, key string, batch []mediator.Proposal, current, candidate, dir string) (gate.Decision, error) {
 	vc := r.Config.Validation
 	cfg := gateConfig(vc, uint64(trialSeed(r.Spec.Seed, "gate/"+batchID)))
 	tasks, source := r.validationTasks(batchID, batch)
@@ -439,7 +466,7 @@ func (r *Run) validate(ctx context.Context, l skillLine, batchID string, batch [
 					skill = candidate
 				}
 				arm := string(req.Arm)
-				trialID := rundir.ValidationTrialID(batchID, arm, req.Task, req.Index)
+				trialID := rundir.ValidationTrialID(key, arm, req.Task, req.Index)
 				// Paired seeds: both arms of one (task, index) share the seed.
 				seed := trialSeed(r.Spec.Seed, fmt.Sprintf("%s/%s/%d", batchID, req.Task, req.Index))
 				tr := r.Trials.Run(ctx, executor.TrialSpec{

@@ -482,6 +482,9 @@ func (p *Plan) fillCommon(cfg *config.Config, o *PlanOptions) error {
 			return fmt.Errorf("unknown agent %q: choose one of %s, or an installed agent: %w", p.Agent, strings.Join(Agents(), ", "), err)
 		}
 	}
+	if note := tournamentNote(cfg); note != "" {
+		p.Notes = append(p.Notes, note)
+	}
 	p.Offline = o.Offline
 	if p.Offline {
 		p.Notes = append(p.Notes, "offline: every role is played by the offline provider; results test the machinery and are never evidence")
@@ -809,6 +812,7 @@ func rowRequests(tokens map[conditions.Role]roleTokens, m requestModel, r RowSpe
 		batches := float64(expectedBatches(m.cfg, r, m.lab, tasks, iterations))
 		m.add(tokens, kindAdvice, batches)
 		m.add(tokens, kindDraft, batches)
+		tournamentRequests(tokens, m, r, batches, iterations, done)
 	}
 	if every := m.cfg.Experiment.CoevoInterval; every > 0 {
 		// Reflections fall on every multiple of the interval, so those still

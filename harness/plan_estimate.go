@@ -252,7 +252,8 @@ func (p *Plan) expectedValidation(cfg *config.Config, r RowSpec, lab config.Lab,
 		if err != nil {
 			continue
 		}
-		out[i] = int(math.Ceil(float64(batches) * e))
+		// A tournament validates its best validate_top candidates of each batch.
+		out[i] = int(math.Ceil(float64(batches) * e * float64(cfg.Tournament.Top())))
 	}
 	return out
 }

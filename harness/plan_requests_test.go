@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mediated-coevo/harness/benchmarks"
+	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/llm/llmtest"
@@ -129,6 +132,34 @@ func TestDryRunTokensMatchTheFakeServersSpend(t *testing.T) {
 		Seeds: []int64{42}, Agent: AgentLab, Concurrency: 2, OutDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
+	}
+	out, err := ExecutePlan(context.Background(), onMemWorld(t, ExecOptions{Plan: p}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEstimate(t, p, out.Rows[0].Dir)
+}
+
+// The dry run's model of a tournament (the extra drafts, the judge's
+// comparisons in both orders, the validated candidates) comes within a
+// factor 1.5 of what an offline full_coevolution run with tournaments spends.
+func TestDryRunTokensMatchTheSpendOfATournament(t *testing.T) {
+	cfg := e2eConfig(t)
+	cfg.SetOffline()
+	cfg.Experiment.AdvisorBufferMax = 2
+	cfg.Tournament = config.Tournament{NCandidates: 3, ValidateTop: 1}
+	p, err := BuildRunPlan(cfg, PlanOptions{Tasks: benchmarks.SmokeIDs(), Preset: "full_coevolution", Iterations: 3,
+		Seeds: []int64{42}, Agent: AgentLab, Offline: true, Concurrency: 2, OutDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(p.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "tournament: each approved batch yields 3 candidates")
+	}) {
+		t.Errorf("the dry run does not describe the tournament: %q", p.Notes)
+	}
+	if p.EstimatedTokensByRole[conditions.RoleJudge] == 0 {
+		t.Fatal("the dry run expects no judge tokens")
 	}
 	out, err := ExecutePlan(context.Background(), onMemWorld(t, ExecOptions{Plan: p}))
 	if err != nil {

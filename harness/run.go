@@ -83,6 +83,9 @@ type Run struct {
 	rejected    *durable.Log
 	updates     *durable.Log
 	reflections *durable.Log
+	// tourLog and metaLog are history/tournament.jsonl and
+	// history/meta_reviews.jsonl, opened on first use (tournament.go).
+	tourLog, metaLog *durable.Log
 	// spend is the spend journal; spendTap collects the charges it has
 	// not recorded yet (see spend.go).
 	spend    *durable.Log
@@ -294,6 +297,8 @@ func (r *Run) iterationInput(it int) (iterationInput, error) {
 		}
 		skillText[role] = string(s.Content)
 	}
+	// The Planner reads the latest meta-review note with its skill.
+	skillText[conditions.RolePlanner] = mediator.WithMetaReview(skillText[conditions.RolePlanner], r.metaNote())
 	own, err := r.ownSkillTexts()
 	if err != nil {
 		return iterationInput{}, err

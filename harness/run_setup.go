@@ -166,8 +166,10 @@ func short(s string) string {
 // back to the versions in use then, and removes metric parts written after it.
 func (r *Run) rewind(st *State) error {
 	dir := r.Dir.Path
-	for f, n := range map[string]int{rundir.HistoryFile: st.HistoryLines, rundir.RejectedFile: st.RejectedLines,
-		rundir.SkillUpdatesFile: st.ProvenanceLines, rundir.ReflectionsFile: st.ReflectionLines} {
+	lines := tournamentLines(st)
+	maps.Copy(lines, map[string]int{rundir.HistoryFile: st.HistoryLines, rundir.RejectedFile: st.RejectedLines,
+		rundir.SkillUpdatesFile: st.ProvenanceLines, rundir.ReflectionsFile: st.ReflectionLines})
+	for f, n := range lines {
 		if err := durable.TruncateLines(filepath.Join(dir, f), n); err != nil {
 			return err
 		}
@@ -237,6 +239,7 @@ func (r *Run) checkpoint(it int) error {
 	r.st.RejectedLines = r.rejected.Count()
 	r.st.ProvenanceLines = r.updates.Count()
 	r.st.ReflectionLines = r.reflections.Count()
+	r.countTournamentLines()
 	r.st.SkillHashes = hashes
 	if err := r.recordOwnSkills(); err != nil {
 		r.st.CompletedIteration = prev
@@ -270,6 +273,7 @@ func (r *Run) close() {
 			c.Close()
 		}
 	}
+	r.closeTournamentLogs()
 	if r.spendTap != nil {
 		r.spendTap.Close()
 	}

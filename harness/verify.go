@@ -2,15 +2,17 @@ package harness
 
 import (
 	"errors"
+	"maps"
 
 	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 // promised is what a checkpoint says is on disk.
 func promised(st *State) rundir.Promised {
-	return rundir.Promised{Completed: st.CompletedIteration, Lines: map[string]int{
-		rundir.HistoryFile: st.HistoryLines, rundir.RejectedFile: st.RejectedLines,
-		rundir.SkillUpdatesFile: st.ProvenanceLines, rundir.ReflectionsFile: st.ReflectionLines}}
+	lines := tournamentLines(st)
+	maps.Copy(lines, map[string]int{rundir.HistoryFile: st.HistoryLines, rundir.RejectedFile: st.RejectedLines,
+		rundir.SkillUpdatesFile: st.ProvenanceLines, rundir.ReflectionsFile: st.ReflectionLines})
+	return rundir.Promised{Completed: st.CompletedIteration, Lines: lines}
 }
 
 // verifyCompleted checks that a run recorded as completed holds everything

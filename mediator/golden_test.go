@@ -168,6 +168,27 @@ func goldenCalls() []goldenCall {
 			_, err := (&Reflector{Client: c, Caller: "reflector"}).Reflect(ctx, conditions.RoleMediator, skill(t, "mediator"), gPairs(s, conditions.RoleMediator))
 			return err
 		}, `{"no_change":true,"content":"","reasoning":"r"}`},
+		{"judge", conditions.ConsumerJudge, func(t *testing.T, s conditions.Setting, c *llm.Client) error {
+			base := skill(t, "executor")
+			_, err := (&Judge{Client: c, Caller: "coevo/judge/b002"}).Compare(ctx, JudgeInput{BatchID: "b002", CurrentSkill: base,
+				Proposals: gBatch(s), Rejections: []string{"batch b001 (iteration 1): the Advisor rejected the batch"},
+				First:  JudgeCandidate{ID: "b002c1", Content: base + "\n- Sort every output the instruction asks to be sorted.\n"},
+				Second: JudgeCandidate{ID: "b002c2", Content: base + "\n## Lessons first\n\n- Check the order of sorted outputs.\n"}})
+			return err
+		}, `{"winner":"first","reasoning":"r"}`},
+		{"planner-variant", conditions.ConsumerPlannerDraft, func(t *testing.T, s conditions.Setting, c *llm.Client) error {
+			base := skill(t, "executor")
+			_, _, err := (&Planner{Client: c, Caller: "coevo/draft/b002/c2"}).Vary(ctx, VariantInput{Operator: OperatorCombine, BatchID: "b002",
+				CurrentSkill: base, Proposals: gBatch(s), Advice: "Keep the edit; phrase it as a check.",
+				Partner: base + "\n- Sort every output the instruction asks to be sorted.\n", Index: 2})
+			return err
+		}, `{"content":""}`},
+		{"meta-review", conditions.ConsumerMetaReview, func(t *testing.T, s conditions.Setting, c *llm.Client) error {
+			_, _, err := (&Reflector{Client: c, Caller: "coevo/meta_review/i0004"}).MetaReview(ctx, 4, skill(t, "planner"), []string{
+				"judge in batch b002: the first candidate states the check more generally",
+				"batch b001 (iteration 1): the Advisor rejected the batch; advice: too close to the skill"})
+			return err
+		}, `{"note":"- n"}`},
 		{"compactor", conditions.ConsumerCompactor, func(t *testing.T, s conditions.Setting, c *llm.Client) error {
 			_, _, err := (&Compactor{Client: c, Caller: "compactor"}).SummariseTrace(ctx, 1, gSummary+"\nagent output:\nMerged the files.", "fallback")
 			return err
@@ -298,6 +319,11 @@ var sectionEvidence = []struct {
 	{"Proposal ", ev(conditions.EvidenceProposals)},
 	{"Approved proposal ", ev(conditions.EvidenceProposals)},
 	{"Advisor's feedback", ev(conditions.EvidenceAdvice)},
+	{"First candidate", ev(conditions.EvidenceExecutorSkill)},
+	{"Second candidate", ev(conditions.EvidenceExecutorSkill)},
+	{"Other candidate", ev(conditions.EvidenceExecutorSkill)},
+	{"Planner skill", ev(conditions.EvidencePlannerSkill)},
+	{"Critiques up to", ev(conditions.EvidenceAdvice)},
 	{"Pair ", ev(conditions.EvidenceHistory)},
 }
 

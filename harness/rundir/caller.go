@@ -18,14 +18,16 @@ type CallerKind string
 // coevo/advisor) is the path of a role not yet told which trial or batch
 // it works for.
 const (
-	CallerPlanner    CallerKind = "planner"    // planner/<trial>[/proposal]
-	CallerExecutor   CallerKind = "executor"   // executor/<student>/<trial>[/<agent>]
-	CallerMediator   CallerKind = "mediator"   // mediator/<trial>
-	CallerCompactor  CallerKind = "compactor"  // compactor/<trial>
-	CallerAdvisor    CallerKind = "advisor"    // coevo/advisor/<batch>
-	CallerDraft      CallerKind = "draft"      // coevo/draft/<batch>
-	CallerValidation CallerKind = "validation" // coevo/validation/<validation trial>[/<agent>]
-	CallerReflector  CallerKind = "reflector"  // coevo/reflector/<role>/i<NNNN>
+	CallerPlanner    CallerKind = "planner"     // planner/<trial>[/proposal]
+	CallerExecutor   CallerKind = "executor"    // executor/<student>/<trial>[/<agent>]
+	CallerMediator   CallerKind = "mediator"    // mediator/<trial>
+	CallerCompactor  CallerKind = "compactor"   // compactor/<trial>
+	CallerAdvisor    CallerKind = "advisor"     // coevo/advisor/<batch>
+	CallerDraft      CallerKind = "draft"       // coevo/draft/<batch>
+	CallerValidation CallerKind = "validation"  // coevo/validation/<validation trial>[/<agent>]
+	CallerReflector  CallerKind = "reflector"   // coevo/reflector/<role>/i<NNNN>
+	CallerJudge      CallerKind = "judge"       // coevo/judge/<batch>
+	CallerMetaReview CallerKind = "meta_review" // coevo/meta_review/i<NNNN>
 )
 
 // coevoSegment starts the path of co-evolution work, which runs between
@@ -52,9 +54,12 @@ type Caller struct {
 	// (coordinator, or a subagent's kind): the agent appends it to the
 	// path it is given.
 	Agent string
-	// Batch is the batch of proposals the Advisor reviews or the Planner
-	// drafts from.
+	// Batch is the batch of proposals the Advisor reviews, the Planner
+	// drafts from, or the judge's tournament answers.
 	Batch string
+	// Candidate is the tournament candidate a draft is for (c2, c3, ...);
+	// empty for a batch's first or only draft.
+	Candidate string
 	// Role and Iteration say which skill the Reflector reflects on, and
 	// after which iteration.
 	Role      conditions.Role
@@ -86,6 +91,18 @@ func AdvisorCaller(batch string) Caller { return Caller{Kind: CallerAdvisor, Bat
 // DraftCaller charges the Planner's draft of a skill from a batch.
 func DraftCaller(batch string) Caller { return Caller{Kind: CallerDraft, Batch: batch} }
 
+// CandidateCaller charges the Planner's draft of tournament candidate
+// candidate of a batch.
+func CandidateCaller(batch, candidate string) Caller {
+	return Caller{Kind: CallerDraft, Batch: batch, Candidate: candidate}
+}
+
+// JudgeCaller charges the judge's comparisons in a batch's tournament.
+func JudgeCaller(batch string) Caller { return Caller{Kind: CallerJudge, Batch: batch} }
+
+// MetaReviewCaller charges the Reflector's meta-review after iteration it.
+func MetaReviewCaller(it int) Caller { return Caller{Kind: CallerMetaReview, Iteration: it} }
+
 // ValidationCaller charges the executor's work on a validation trial.
 func ValidationCaller(trial string) Caller { return Caller{Kind: CallerValidation, Trial: trial} }
 
@@ -98,7 +115,7 @@ func ReflectorCaller(role conditions.Role, it int) Caller {
 // iterations rather than in a trial.
 func (c Caller) Coevo() bool {
 	switch c.Kind {
-	case CallerAdvisor, CallerDraft, CallerValidation, CallerReflector:
+	case CallerAdvisor, CallerDraft, CallerValidation, CallerReflector, CallerJudge, CallerMetaReview:
 		return true
 	}
 	return false
@@ -121,8 +138,12 @@ func (c Caller) String() string {
 		segs = appendSet(segs, c.Student, c.Trial, c.Agent)
 	case CallerValidation:
 		segs = appendSet(segs, c.Trial, c.Agent)
-	case CallerAdvisor, CallerDraft:
-		segs = appendSet(segs, c.Batch)
+	case CallerAdvisor, CallerDraft, CallerJudge:
+		segs = appendSet(segs, c.Batch, c.Candidate)
+	case CallerMetaReview:
+		if c.Iteration > 0 {
+			segs = append(segs, "i"+iterationName(c.Iteration))
+		}
 	case CallerReflector:
 		if c.Role != "" {
 			segs = append(segs, string(c.Role), "i"+iterationName(c.Iteration))
@@ -152,6 +173,8 @@ func (c Caller) ModelRole() conditions.Role {
 	switch c.Kind {
 	case CallerDraft:
 		return conditions.RolePlanner
+	case CallerMetaReview:
+		return conditions.RoleReflector
 	case CallerValidation:
 		return conditions.RoleExecutor
 	}
@@ -163,7 +186,7 @@ func (c Caller) ModelRole() conditions.Role {
 // number is the checkpoint it scores) and for a validation trial; the
 // iteration alone for a reflection; neither for a batch.
 func (c Caller) Scope() (task string, iteration int) {
-	if c.Kind == CallerReflector {
+	if c.Kind == CallerReflector || c.Kind == CallerMetaReview {
 		return "", c.Iteration
 	}
 	t, ok := parseTrialID(c.Trial)
@@ -203,7 +226,7 @@ func ParseCaller(path string) (Caller, error) {
 	}
 	if segs[0] == coevoSegment {
 		if len(segs) == 1 {
-			return Caller{}, callerError(path, "names no co-evolution step (advisor, draft, validation or reflector)")
+			return Caller{}, callerError(path, "names no co-evolution step (advisor, draft, judge, validation, reflector or meta_review)")
 		}
 		return parseCoevo(path, CallerKind(segs[1]), segs[2:])
 	}
@@ -212,8 +235,8 @@ func ParseCaller(path string) (Caller, error) {
 
 func callerError(path, what string) error {
 	return fmt.Errorf("caller path %q %s; want planner/<trial>[/proposal], executor/<student>/<trial>[/<agent>], "+
-		"mediator/<trial>, compactor/<trial>, coevo/advisor/<batch>, coevo/draft/<batch>, "+
-		"coevo/validation/<trial>[/<agent>] or coevo/reflector/<role>/i<NNNN>", path, what)
+		"mediator/<trial>, compactor/<trial>, coevo/advisor/<batch>, coevo/draft/<batch>[/<candidate>], coevo/judge/<batch>, "+
+		"coevo/validation/<trial>[/<agent>], coevo/reflector/<role>/i<NNNN> or coevo/meta_review/i<NNNN>", path, what)
 }
 
 // parseTrialWork reads the path of a role's work on one trial; rest
@@ -265,12 +288,34 @@ func parseTrialWork(path string, kind CallerKind, rest []string) (Caller, error)
 func parseCoevo(path string, kind CallerKind, rest []string) (Caller, error) {
 	c := Caller{Kind: kind}
 	switch kind {
-	case CallerAdvisor, CallerDraft:
+	case CallerAdvisor, CallerJudge:
 		if len(rest) > 1 {
 			return Caller{}, callerError(path, fmt.Sprintf("has too many segments for the %s", kind))
 		}
 		if len(rest) == 1 {
 			c.Batch = rest[0]
+		}
+	case CallerDraft:
+		if len(rest) > 2 {
+			return Caller{}, callerError(path, "has too many segments for a draft")
+		}
+		if len(rest) >= 1 {
+			c.Batch = rest[0]
+		}
+		if len(rest) == 2 {
+			c.Candidate = rest[1]
+		}
+	case CallerMetaReview:
+		switch len(rest) {
+		case 0:
+		case 1:
+			m := iterationSegment.FindStringSubmatch(rest[0])
+			if m == nil {
+				return Caller{}, callerError(path, fmt.Sprintf("has %q where the iteration (i<NNNN>) belongs", rest[0]))
+			}
+			c.Iteration = atoi(m[1])
+		default:
+			return Caller{}, callerError(path, "has too many segments for a meta-review")
 		}
 	case CallerValidation:
 		if len(rest) > 2 {

@@ -92,6 +92,10 @@ const (
 	RejectedFile     = "history/rejected_proposals.jsonl"
 	SkillUpdatesFile = "history/skill_updates.jsonl"
 	ReflectionsFile  = "history/reflections.jsonl"
+	// TournamentFile keeps one record per batch whose candidates competed.
+	TournamentFile = "history/tournament.jsonl"
+	// MetaReviewsFile keeps every meta-review note for the Planner.
+	MetaReviewsFile = "history/meta_reviews.jsonl"
 	// CallsFile keeps every model call of the run, one CallRecord per
 	// line. Unlike the history it is never cut back on resume: a call
 	// made in an iteration that is redone was still made.

@@ -46,6 +46,10 @@ type State[Book, Proposal, Ledger any] struct {
 	// Students are the executor skills of the students that hold their
 	// own, by student id: each with its own proposals and batches.
 	Students map[string]*StudentSkill[Proposal] `json:"students,omitempty"`
+	// Tournament is what the tournaments and meta-reviews carry from one
+	// batch to the next; nil while neither has run, so a run without them
+	// writes the same file as before they existed.
+	Tournament *TournamentState `json:"tournament,omitempty"`
 	// RecentRejections are short summaries shown to the Planner when it proposes.
 	RecentRejections []string `json:"recent_rejections"`
 	// Counts are the trials of completed iterations by status.
@@ -71,6 +75,33 @@ type StudentSkill[P any] struct {
 	SkillHash string `json:"skill_hash"`
 	Buffer    []P    `json:"buffer"`
 	Batches   int    `json:"batches"`
+}
+
+// TournamentState is the tournaments' part of a checkpoint.
+type TournamentState struct {
+	// Pool holds, per executor skill (the student's id, empty for the
+	// lab's), the candidates that competed but were not validated, with
+	// their ratings: they compete again in the line's next tournament.
+	Pool map[string][]PooledCandidate `json:"pool,omitempty"`
+	// Critiques are the latest judge reasons, Advisor feedback and
+	// rejection reasons, oldest first, for the next meta-review.
+	Critiques []string `json:"critiques,omitempty"`
+	// MetaNote is the latest meta-review note the Planner reads.
+	MetaNote string `json:"meta_note,omitempty"`
+	// Lines and MetaReviewLines count the lines of TournamentFile and
+	// MetaReviewsFile at the checkpoint.
+	Lines           int `json:"lines,omitempty"`
+	MetaReviewLines int `json:"meta_review_lines,omitempty"`
+}
+
+// PooledCandidate is a tournament candidate kept for the next tournament.
+type PooledCandidate struct {
+	ID       string   `json:"id"`
+	BatchID  string   `json:"batch_id"`
+	Operator string   `json:"operator"`
+	Parents  []string `json:"parents"`
+	Elo      float64  `json:"elo"`
+	Content  string   `json:"content"`
 }
 
 // ErrCorruptState means state.json could not be read; it has been moved aside.

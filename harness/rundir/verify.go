@@ -45,7 +45,7 @@ func VerifyCheckpoint(dir string, p Promised) error {
 			problems = append(problems, fmt.Sprintf("%s holds iteration %d, not %d", rel, rows[0].Iteration, it))
 		}
 	}
-	for _, rel := range []string{HistoryFile, RejectedFile, SkillUpdatesFile, ReflectionsFile} {
+	for _, rel := range []string{HistoryFile, RejectedFile, SkillUpdatesFile, ReflectionsFile, TournamentFile, MetaReviewsFile} {
 		if n := p.Lines[rel]; n > 0 {
 			if msg := checkLines(filepath.Join(dir, rel), n); msg != "" {
 				problems = append(problems, rel+": "+msg)

@@ -93,12 +93,13 @@ var (
 		filepath.Join("*", rundir.ManifestFile), filepath.Join("*", rundir.MetricsDir, "*"),
 	}
 	viewFiles = map[string][]string{
-		"listed":  {rundir.ManifestFile, rundir.StateFile, filepath.Join("*", rundir.ManifestFile), filepath.Join("*", rundir.StateFile)},
-		"compare": metricFiles,
-		"tasks":   metricFiles,
-		"series":  metricFiles,
-		"run":     {rundir.ManifestFile, filepath.Join(rundir.MetricsDir, "*"), filepath.Join(rundir.HistoryDir, "*")},
-		"calls":   {rundir.CallsFile},
+		"listed":     {rundir.ManifestFile, rundir.StateFile, filepath.Join("*", rundir.ManifestFile), filepath.Join("*", rundir.StateFile)},
+		"compare":    metricFiles,
+		"tasks":      metricFiles,
+		"series":     metricFiles,
+		"run":        {rundir.ManifestFile, filepath.Join(rundir.MetricsDir, "*"), filepath.Join(rundir.HistoryDir, "*")},
+		"calls":      {rundir.CallsFile},
+		"tournament": {rundir.ManifestFile, rundir.TournamentFile},
 	}
 	allFiles = append([]string{rundir.StateFile, filepath.Join(rundir.HistoryDir, "*"),
 		filepath.Join("*", rundir.StateFile), filepath.Join("*", rundir.HistoryDir, "*")}, metricFiles...)

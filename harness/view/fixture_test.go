@@ -204,6 +204,14 @@ func evolvedRow(t testing.TB, dir string) {
 		"numbers": map[string]float64{"p_better": 0.97}, "old_hash": "sha256:" + hashOf(oldSkill),
 		"new_hash": "sha256:" + hashOf(newSkill), "evidence": "artifacts/validation/b001", "time": fixtureStart,
 	})
+	jsonl(t, filepath.Join(dir, rundir.TournamentFile), rundir.TournamentRecord{BatchID: "b001", Iteration: 1, ValidateTop: 1,
+		Candidates: []rundir.TournamentCandidate{
+			{ID: "b001c1", BatchID: "b001", Operator: "refine", Parents: []string{"skill:" + hashOf(oldSkill)[:12]}, Elo: 1016, Rank: 1,
+				Validated: true, Accepted: true, Adopted: true, Gain: new(1.0)},
+			{ID: "b001c2", BatchID: "b001", Operator: "combine", Parents: []string{"skill:" + hashOf(oldSkill)[:12], "b001c1"}, Elo: 984, Rank: 2},
+		},
+		Matches:     []rundir.TournamentMatch{{First: "b001c1", Second: "b001c2", Winner: "b001c1"}, {First: "b001c2", Second: "b001c1", Winner: "b001c1"}},
+		TrialsSpent: 2, TrialsSaved: 2})
 	mustJSON(t, filepath.Join(dir, rundir.ValidationBatchDir("b001"), rundir.DecisionFile), map[string]any{
 		"tasks":    []string{"csv-parser"},
 		"decision": map[string]any{"accept": true, "rule": "posterior", "reason": "the candidate is better with p 0.97", "final": true},

@@ -94,13 +94,18 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	tv, err := s.tournamentView(t.Path)
+	if err != nil {
+		return err
+	}
 	s.render(w, "run", page{Title: "run " + t.Name(), Crumbs: crumbs(t), Refresh: m.Status == rundir.StatusRunning,
 		Data: struct {
-			T     target
-			V     *inspect.RunView
-			Curve any
-			Roles []string
-		}{t, rv, runCurve(rv), skillRoles(t.Path)}})
+			T          target
+			V          *inspect.RunView
+			Curve      any
+			Roles      []string
+			Tournament *inspect.TournamentReport
+		}{t, rv, runCurve(rv), skillRoles(t.Path), tv}})
 	return nil
 }
 

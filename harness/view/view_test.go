@@ -44,7 +44,8 @@ func TestPagesShowTheirContent(t *testing.T) {
 		{"per-task table has every task and row", "/tasks" + m, []string{"csv-parser", "log-analysis", "orbital-period", "no_feedback mean",
 			fixtureRow + " trials", `class="sortable"`, "env_failure 1", "agent_error 1", "0.167" /* no_feedback log-analysis */}},
 		{"curves draw one line per row and the update", "/curves" + m, []string{"<svg", "<polyline", "no_feedback", "in effect from iteration 2"}},
-		{"run page", "/run" + row, []string{"learned_mediator", "executor/b001", "advisor_gate", "<svg", "executor skill"}},
+		{"run page", "/run" + row, []string{"learned_mediator", "executor/b001", "advisor_gate", "<svg", "executor skill",
+			"Tournaments", "b001c2", "combine", "too few validated candidates", "about 2 saved"}},
 		{"iteration lists its trials", "/iteration" + row + "?i=2", []string{"csv-parser", "scored", "given"}},
 		{"trial shows the whole trial", "/trial" + row + "?task=csv-parser&i=2", []string{
 			"# Parse a pipe-separated inventory format",          // instruction

@@ -2,6 +2,8 @@ package view
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 
 	"github.com/mediated-coevo/harness/harness/inspect"
 	"github.com/mediated-coevo/harness/harness/rundir"
@@ -51,6 +53,19 @@ func (s *Server) runView(dir string) (*inspect.RunView, error) {
 		return nil, err
 	}
 	return v.(*inspect.RunView), nil
+}
+
+// tournamentView is the run's tournaments, nil when it ran none: the run
+// page shows them only then.
+func (s *Server) tournamentView(dir string) (*inspect.TournamentReport, error) {
+	if _, err := os.Stat(filepath.Join(dir, rundir.TournamentFile)); err != nil {
+		return nil, nil
+	}
+	v, err := s.cache.get("tournament", dir, func() (any, error) { return inspect.Tournament(dir) })
+	if err != nil {
+		return nil, err
+	}
+	return v.(*inspect.TournamentReport), nil
 }
 
 // warm reads ahead, one view at a time, so the first visit finds its page

@@ -37,6 +37,9 @@ type InspectOptions struct {
 	Tasks bool
 	// By is what --compare compares: rows (default) or student.
 	By string
+	// Tournament shows the run's tournaments: candidates, ratings and how
+	// the ratings foretold the validated gains.
+	Tournament bool
 }
 
 // MatrixView is what `harness inspect MATRIX` prints without --compare.
@@ -74,12 +77,18 @@ some, and with --json the records themselves are printed, prompts and answers in
 --tasks prints the per-task table of a matrix (or a run): one line per task and row, with
 the mean reward, the trials, and the trials without a reward by status.
 
+--tournament shows a run's candidate tournaments ([tournament] n_candidates > 1): each
+candidate with its operator, parents, Elo rating, rank and validated gain, the rank
+correlation between rating and gain with a 95% interval (or why it cannot be estimated),
+and the validation trials spent and saved against validating every candidate.
+
 --follow tails a live run or matrix from its files until it stops. --json everywhere.`,
 		Example: `  harness inspect
   harness inspect data/experiments/20261121T050502Z-42-baseline-matrix --compare
   harness inspect data/experiments/20261121T050502Z-42-baseline-matrix --tasks
   harness inspect data/experiments/20261121T050502Z-42-learned_mediator --json
   harness inspect data/experiments/20261121T050502Z-42-learned_mediator --follow
+  harness inspect data/experiments/20261121T050502Z-42-learned_mediator --tournament --json
   harness inspect data/experiments/20261121T050502Z-42-learned_mediator --calls --role mediator --iteration 2`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
@@ -121,6 +130,9 @@ func checkInspectFlags(cmd *cobra.Command, o *InspectOptions) error {
 	if o.Tasks && (o.Dir == "" || o.Compare || o.Follow || o.Calls) {
 		return usagef("--tasks needs a run or matrix directory and does not combine with --compare, --follow or --calls")
 	}
+	if o.Tournament && (o.Dir == "" || o.Compare || o.Follow || o.Calls || o.Tasks) {
+		return usagef("--tournament needs a run directory and does not combine with --compare, --follow, --calls or --tasks")
+	}
 	if o.Baseline != "" && !o.Compare {
 		return usagef("--baseline goes with --compare")
 	}
@@ -157,6 +169,7 @@ func addInspectFlags(cmd *cobra.Command, o *InspectOptions) {
 	fl.DurationVar(&o.Interval, "interval", inspect.DefaultFollowInterval, "with --follow: how often to look for news")
 	fl.BoolVar(&o.Tasks, "tasks", false, "print the per-task table (task x row: mean reward, trials, failures by status)")
 	fl.BoolVar(&o.Calls, "calls", false, "list the run's model calls")
+	fl.BoolVar(&o.Tournament, "tournament", false, "show the run's candidate tournaments: operators, parents, ratings, the rating-gain correlation and the validation trials saved")
 	fl.StringVar(&o.CallFilter.Role, "role", "", "with --calls: only this role's calls")
 	fl.StringVar(&o.CallFilter.Task, "task", "", "with --calls: only calls for this task")
 	fl.IntVar(&o.CallFilter.Iteration, "iteration", 0, "with --calls: only calls in this iteration")
@@ -197,6 +210,17 @@ func runCalls(o *InspectOptions) error {
 	return inspect.WriteCallsText(o.IO.Out, calls, isTerminal(o.IO.Out))
 }
 
+func runTournament(o *InspectOptions) error {
+	rep, err := inspect.Tournament(o.Dir)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return inspect.WriteJSON(o.IO.Out, rep)
+	}
+	return rep.WriteText(o.IO.Out, isTerminal(o.IO.Out))
+}
+
 func runTasks(o *InspectOptions) error {
 	grid, err := inspect.Tasks(o.Dir)
 	if err != nil {
@@ -232,6 +256,8 @@ func runInspect(ctx context.Context, o *InspectOptions) error {
 	switch {
 	case o.Calls:
 		return runCalls(o)
+	case o.Tournament:
+		return runTournament(o)
 	case o.Tasks:
 		return runTasks(o)
 	case o.Compare:

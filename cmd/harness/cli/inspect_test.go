@@ -111,6 +111,18 @@ func TestInspectCommand(t *testing.T) {
 				t.Errorf("compare JSON does not carry last_n 3 and effect 0.2:\n%s", r.out)
 			}
 		}},
+		{"tournament json of a run without one", []string{"inspect", filepath.Join(matrix, "no_feedback"), "--tournament", "--json"}, 0, func(t *testing.T, r result) {
+			var v struct {
+				Candidates []map[string]any `json:"candidates"`
+				Note       string           `json:"note"`
+			}
+			if err := json.Unmarshal([]byte(r.out), &v); err != nil || v.Candidates == nil || !strings.Contains(v.Note, "no tournament ran") {
+				t.Errorf("tournament JSON %s (%v): want an empty candidates list and a note", r.out, err)
+			}
+		}},
+		{"tournament of a matrix", []string{"inspect", matrix, "--tournament"}, 1, nil},
+		{"tournament without dir", []string{"inspect", "--tournament"}, 2, nil},
+		{"tournament with compare", []string{"inspect", matrix, "--tournament", "--compare"}, 2, nil},
 		{"two dirs", []string{"inspect", matrix, matrix}, 2, nil},
 		{"missing dir", []string{"inspect", filepath.Join(matrix, "nope")}, 2, func(t *testing.T, r result) {
 			if !strings.Contains(r.errOut, "does not exist") {

@@ -81,8 +81,19 @@ func labServer(t *testing.T) *llmtest.Server {
 		case "advice":
 			return reply(llmtest.JSON(map[string]any{"approve": true, "feedback": "Keep the edit short."}))
 		case "skill_draft":
+			// A tournament's operators draft different candidates.
+			extra := ""
+			for _, op := range []string{"Combine:", "Simplify:", "Explore:"} {
+				if strings.Contains(requestText(q), op) {
+					extra = "- " + op + " keep the answer file short.\n"
+				}
+			}
 			return reply(llmtest.JSON(map[string]any{"content": "---\nname: executor\ndescription: How to work on a task.\n---\n\n" +
-				"# Executor\n\n- Reread the question and check the answer file before you submit.\n"}))
+				"# Executor\n\n- Reread the question and check the answer file before you submit.\n" + extra}))
+		case "judgement":
+			return reply(llmtest.JSON(map[string]any{"winner": "first", "reasoning": "the first candidate is more concrete"}))
+		case "meta_review":
+			return reply(llmtest.JSON(map[string]any{"note": "- Edits keep restating the same check."}))
 		case "reflection":
 			return reply(llmtest.JSON(map[string]any{"no_change": true, "content": "", "reasoning": "the pairs show no pattern"}))
 		case "trace_summary":
@@ -167,6 +178,9 @@ func leakConfig(t *testing.T, srv *llmtest.Server, level conditions.VerifierFeed
 	fmt.Fprintf(&b, "[experiment]\nverifier_feedback = %q\ncoevo_interval = 1\nadvisor_buffer_max = 1\n", level)
 	b.WriteString("[validation]\ntrials_per_task = 1\nmax_trials_per_task = 1\n")
 	b.WriteString("[reflection]\nmin_reward_gap = 0.1\n")
+	// Candidates compete, and the Reflector writes a meta-review, so the
+	// judge's and the meta-review's calls are held to the contract too.
+	b.WriteString("[tournament]\nn_candidates = 2\nmeta_review_interval = 1\n")
 	fmt.Fprintf(&b, "[executor_runtime]\ntask_cache_dir = %q\ntask_dirs = [%q]\n", t.TempDir(), tasks)
 	for _, role := range conditions.ModelRoles() {
 		fmt.Fprintf(&b, "[models.%s]\nbase_url = %q\napi_key_env = \"HARNESS_LEAK_TEST_KEY\"\nmodel = \"test/%s\"\nmax_retries = 0\ncontext_tokens = 65536\n",
@@ -185,10 +199,13 @@ func consumerOf(c rundir.CallRecord) conditions.Consumer {
 		switch llm.Kind(c.Kind) {
 		case "proposal":
 			return conditions.ConsumerPlannerProposal
-		case "skill_draft":
+		case "skill_draft", "skill_variant":
 			return conditions.ConsumerPlannerDraft
 		}
 		return conditions.ConsumerPlannerPlan
+	}
+	if llm.Kind(c.Kind) == "meta_review" {
+		return conditions.ConsumerMetaReview
 	}
 	return conditions.Consumer(c.Role)
 }
@@ -333,6 +350,17 @@ func TestVerifierDiagnosticsReachNoModelByDefault(t *testing.T) {
 func TestVerifierDiagnosticsReachExactlyTheContractsRoles(t *testing.T) {
 	dockerForTest(t)
 	settings, calls, _ := runLeakMatrix(t, conditions.VerifierDiagnostics, "default")
+	made := map[conditions.Consumer]bool{}
+	for _, recs := range calls {
+		for _, c := range recs {
+			made[consumerOf(c)] = true
+		}
+	}
+	for _, k := range []conditions.Consumer{conditions.ConsumerJudge, conditions.ConsumerMetaReview} {
+		if !made[k] {
+			t.Errorf("no %s call was made: the check below does not cover it", k)
+		}
+	}
 	for row, recs := range calls {
 		s := settings[row]
 		carried := map[conditions.Consumer]bool{}
