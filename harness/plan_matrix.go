@@ -26,6 +26,8 @@ type MatrixRow struct {
 	Policy    conditions.Policy
 	Lab       string  // empty: the default lab
 	Seeds     []int64 // empty: the matrix's seeds
+	// Routing is the row's routing; empty: crossed with the plan's values.
+	Routing conditions.Routing
 }
 
 // BaselineRows are the six baseline presets as matrix rows.
@@ -73,6 +75,9 @@ func expandRows(cfg *config.Config, rows []MatrixRow, seeds []int64) ([]RowSpec,
 		if err != nil {
 			return nil, fmt.Errorf("matrix row %q: %w", r.Name, err)
 		}
+		if err := checkRouting(cfg, lab, r.Condition, r.Policy, r.Routing.Or()); err != nil {
+			return nil, fmt.Errorf("matrix row %q: %w", r.Name, err)
+		}
 		rs := r.Seeds
 		if len(rs) == 0 {
 			rs = seeds
@@ -91,7 +96,7 @@ func expandRows(cfg *config.Config, rows []MatrixRow, seeds []int64) ([]RowSpec,
 			if slices.ContainsFunc(out, func(o RowSpec) bool { return o.Name == name }) {
 				return nil, fmt.Errorf("matrix row %q appears twice: give each row its own name", name)
 			}
-			out = append(out, RowSpec{Name: name, Preset: r.Preset, Condition: r.Condition, Policy: r.Policy, Lab: lab, Seed: s})
+			out = append(out, RowSpec{Name: name, Preset: r.Preset, Condition: r.Condition, Policy: r.Policy, Lab: lab, Seed: s, Routing: r.Routing.Or()})
 		}
 	}
 	if len(out) == 0 {
@@ -144,7 +149,7 @@ type MatrixFile struct {
 }
 
 // matrixFileKeys are the keys a matrix file may hold, exactly as spelled.
-var matrixFileKeys = []string{"name", "rows", "rows.name", "rows.preset", "rows.condition", "rows.skill_updates", "rows.lab", "rows.seeds"}
+var matrixFileKeys = []string{"name", "rows", "rows.name", "rows.preset", "rows.condition", "rows.skill_updates", "rows.lab", "rows.seeds", "rows.routing"}
 
 type rawMatrixFile struct {
 	Name string         `toml:"name"`
@@ -158,6 +163,7 @@ type rawMatrixRow struct {
 	SkillUpdates *string `toml:"skill_updates"`
 	Lab          string  `toml:"lab"`
 	Seeds        []int64 `toml:"seeds"`
+	Routing      string  `toml:"routing"`
 }
 
 // LoadMatrixFile reads and checks a custom matrix file.
@@ -196,7 +202,7 @@ func ParseMatrixFile(data []byte, file string) (*MatrixFile, error) {
 		if line := keyLine(data, k[len(k)-1]); line > 0 {
 			where += " line " + strconv.Itoa(line)
 		}
-		hint := "known keys: name, and per [[rows]]: name, preset, condition, skill_updates, lab, seeds"
+		hint := "known keys: name, and per [[rows]]: name, preset, condition, skill_updates, lab, seeds, routing"
 		if i := slices.IndexFunc(matrixFileKeys, func(s string) bool { return strings.EqualFold(s, ks) }); i >= 0 {
 			want := matrixFileKeys[i]
 			hint = fmt.Sprintf("keys are lower case: write %q", want[strings.LastIndex(want, ".")+1:])
@@ -274,6 +280,16 @@ func (rr rawMatrixRow) row() (MatrixRow, error) {
 	if dup := firstDuplicate(r.Seeds); dup != nil {
 		return r, fmt.Errorf("seed %d is listed twice", *dup)
 	}
+	if rr.Routing != "" {
+		routing, err := conditions.ParseRouting(rr.Routing)
+		if err != nil {
+			return r, err
+		}
+		r.Routing = routing
+	}
+	if err := conditions.ValidateRouting(r.Condition, r.Policy, r.Routing.Or()); err != nil {
+		return r, err
+	}
 	return r, nil
 }
 
@@ -320,6 +336,7 @@ func (p *Plan) WriteMatrixFile(w io.Writer) error {
 		if r.Lab != "" {
 			fmt.Fprintf(&b, "lab = %s\n", strconv.Quote(r.Lab))
 		}
+		fmt.Fprintf(&b, "routing = %s\n", strconv.Quote(string(r.Routing.Or())))
 		fmt.Fprintf(&b, "seeds = [%d]\n", r.Seed)
 	}
 	_, err := w.Write(b.Bytes())

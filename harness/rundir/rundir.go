@@ -60,6 +60,9 @@ type Manifest struct {
 	Policy              string   `json:"skill_update_policy,omitempty"`
 	Preset              string   `json:"baseline_preset,omitempty"`
 	Lab                 string   `json:"lab,omitempty"`
+	// Routing is the row's routing between students (isolated, pooled or
+	// mediated); empty in a run from before routing, which is isolated.
+	Routing string `json:"routing,omitempty"`
 	Agent               string   `json:"agent,omitempty"`
 	Seed                int64    `json:"seed"`
 	Seeds               []int64  `json:"seeds,omitempty"`
