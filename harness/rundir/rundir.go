@@ -62,10 +62,10 @@ type Manifest struct {
 	Lab                 string   `json:"lab,omitempty"`
 	// Routing is the row's routing between students (isolated, pooled or
 	// mediated); empty in a run from before routing, which is isolated.
-	Routing string `json:"routing,omitempty"`
-	Agent               string   `json:"agent,omitempty"`
-	Seed                int64    `json:"seed"`
-	Seeds               []int64  `json:"seeds,omitempty"`
+	Routing string  `json:"routing,omitempty"`
+	Agent   string  `json:"agent,omitempty"`
+	Seed    int64   `json:"seed"`
+	Seeds   []int64 `json:"seeds,omitempty"`
 	// Offline marks results of the offline provider: tests of the
 	// machinery, never evidence.
 	Offline bool `json:"offline"`
