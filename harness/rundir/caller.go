@@ -26,6 +26,7 @@ const (
 	CallerDraft      CallerKind = "draft"      // coevo/draft/<batch>
 	CallerValidation CallerKind = "validation" // coevo/validation/<validation trial>[/<agent>]
 	CallerReflector  CallerKind = "reflector"  // coevo/reflector/<role>/i<NNNN>
+	CallerRoute      CallerKind = "route"      // coevo/route/<student>/i<NNNN>
 )
 
 // coevoSegment starts the path of co-evolution work, which runs between
@@ -94,11 +95,17 @@ func ReflectorCaller(role conditions.Role, it int) Caller {
 	return Caller{Kind: CallerReflector, Role: role, Iteration: it}
 }
 
+// RouteCaller charges the Mediator's routing of other students' evidence
+// to student after iteration it.
+func RouteCaller(student string, it int) Caller {
+	return Caller{Kind: CallerRoute, Student: student, Iteration: it}
+}
+
 // Coevo reports whether the call is co-evolution work, done between
 // iterations rather than in a trial.
 func (c Caller) Coevo() bool {
 	switch c.Kind {
-	case CallerAdvisor, CallerDraft, CallerValidation, CallerReflector:
+	case CallerAdvisor, CallerDraft, CallerValidation, CallerReflector, CallerRoute:
 		return true
 	}
 	return false
@@ -127,6 +134,10 @@ func (c Caller) String() string {
 		if c.Role != "" {
 			segs = append(segs, string(c.Role), "i"+iterationName(c.Iteration))
 		}
+	case CallerRoute:
+		if c.Student != "" {
+			segs = append(segs, c.Student, "i"+iterationName(c.Iteration))
+		}
 	}
 	return strings.Join(segs, "/")
 }
@@ -150,6 +161,8 @@ func (c Caller) ModelRole() conditions.Role {
 		return r
 	}
 	switch c.Kind {
+	case CallerRoute:
+		return conditions.RoleMediator
 	case CallerDraft:
 		return conditions.RolePlanner
 	case CallerValidation:
@@ -163,7 +176,7 @@ func (c Caller) ModelRole() conditions.Role {
 // number is the checkpoint it scores) and for a validation trial; the
 // iteration alone for a reflection; neither for a batch.
 func (c Caller) Scope() (task string, iteration int) {
-	if c.Kind == CallerReflector {
+	if c.Kind == CallerReflector || c.Kind == CallerRoute {
 		return "", c.Iteration
 	}
 	t, ok := parseTrialID(c.Trial)
@@ -203,7 +216,7 @@ func ParseCaller(path string) (Caller, error) {
 	}
 	if segs[0] == coevoSegment {
 		if len(segs) == 1 {
-			return Caller{}, callerError(path, "names no co-evolution step (advisor, draft, validation or reflector)")
+			return Caller{}, callerError(path, "names no co-evolution step (advisor, draft, validation, reflector or route)")
 		}
 		return parseCoevo(path, CallerKind(segs[1]), segs[2:])
 	}
@@ -213,7 +226,7 @@ func ParseCaller(path string) (Caller, error) {
 func callerError(path, what string) error {
 	return fmt.Errorf("caller path %q %s; want planner/<trial>[/proposal], executor/<student>/<trial>[/<agent>], "+
 		"mediator/<trial>, compactor/<trial>, coevo/advisor/<batch>, coevo/draft/<batch>, "+
-		"coevo/validation/<trial>[/<agent>] or coevo/reflector/<role>/i<NNNN>", path, what)
+		"coevo/validation/<trial>[/<agent>], coevo/reflector/<role>/i<NNNN> or coevo/route/<student>/i<NNNN>", path, what)
 }
 
 // parseTrialWork reads the path of a role's work on one trial; rest
@@ -296,6 +309,18 @@ func parseCoevo(path string, kind CallerKind, rest []string) (Caller, error) {
 			c.Role, c.Iteration = conditions.Role(rest[0]), atoi(m[1])
 		default:
 			return Caller{}, callerError(path, "needs both the skill's role and the iteration after reflector")
+		}
+	case CallerRoute:
+		switch len(rest) {
+		case 0:
+		case 2:
+			m := iterationSegment.FindStringSubmatch(rest[1])
+			if m == nil {
+				return Caller{}, callerError(path, fmt.Sprintf("has %q where the iteration (i<NNNN>) belongs", rest[1]))
+			}
+			c.Student, c.Iteration = rest[0], atoi(m[1])
+		default:
+			return Caller{}, callerError(path, "needs both the student and the iteration after route")
 		}
 	default:
 		return Caller{}, callerError(path, fmt.Sprintf("names %q, which is no co-evolution step", kind))
