@@ -267,7 +267,7 @@ func (s Setting) Visible(c Consumer) EvidenceSet {
 		if s.Routing.Or() != RoutingMediated || s.Condition.ProposalFeedback() == FeedbackNone {
 			return 0
 		}
-		out = out.With(EvidenceMediatorSkill, EvidenceProposals, EvidenceProposalEvidence, EvidenceOutcome, EvidenceOtherStudents)
+		out = out.With(EvidenceExecutorSkill, EvidenceMediatorSkill, EvidenceProposals, EvidenceProposalEvidence, EvidenceOutcome, EvidenceOtherStudents)
 	case ConsumerAdvisor:
 		if s.Condition.ProposalFeedback() == FeedbackNone {
 			return 0
