@@ -1,0 +1,247 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mediated-coevo/harness/conditions"
+	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/executor"
+	"github.com/mediated-coevo/harness/harness/rundir"
+	"github.com/mediated-coevo/harness/mediator"
+)
+
+// studentRewards gives each student's training trials a reward of its
+// own, so two students of one lab behave differently: a diligent one that
+// scores and a sloppy one that does not.
+type studentRewards struct {
+	*fakeTrials
+	by map[string]float64
+}
+
+func (s studentRewards) Run(ctx context.Context, spec executor.TrialSpec) *executor.Trace {
+	tr := s.fakeTrials.Run(ctx, spec)
+	c, err := rundir.ParseCaller(spec.Caller)
+	if v, ok := s.by[c.Student]; err == nil && ok && c.Kind == rundir.CallerExecutor && tr.Reward != nil {
+		tr.Reward = &v
+	}
+	return tr
+}
+
+// routingLab is a lab of two students, each on its own model and with its
+// own executor skill, under the given routing.
+func newRoutingRun(t *testing.T, routing conditions.Routing, iterations int) *testRun {
+	t.Helper()
+	tr := newTestRun(t, conditions.LearnedMediator, conditions.PolicyAll, []string{"a", "b", "c", "d"}, iterations, func(c *config.Config) {
+		heteroLab(config.AssignRotate)(c)
+		lab := c.Labs[config.DefaultLab]
+		lab.Students.ByID = map[string]config.Student{"diligent": {OwnSkill: true}, "sloppy": {Model: "cheap", OwnSkill: true}}
+		c.Labs[config.DefaultLab] = lab
+		c.Experiment.AdvisorBufferMax = 2
+		c.Experiment.CoevoInterval = 2
+	})
+	tr.run.Spec.Routing = routing
+	tr.run.Trials = studentRewards{fakeTrials: tr.trials, by: map[string]float64{"diligent": 1, "sloppy": 0}}
+	return tr
+}
+
+// routeEntries are the routed items a run's history holds.
+func routeEntries(t *testing.T, dir string) []rundir.Entry {
+	t.Helper()
+	var out []rundir.Entry
+	for _, e := range historyEntries(t, dir) {
+		if e.Kind == rundir.EntryRoute {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestIsolatedRoutingPassesNothingBetweenStudents(t *testing.T) {
+	tr := newRoutingRun(t, conditions.RoutingIsolated, 3)
+	tr.execute(t)
+	if got := routeEntries(t, tr.run.Dir.Path); len(got) != 0 {
+		t.Errorf("isolated routing recorded %d routed items: %+v", len(got), got)
+	}
+	if n := len(tr.rec.ByKind(mediator.KindRoute)); n != 0 {
+		t.Errorf("isolated routing made %d routing calls", n)
+	}
+	for _, q := range tr.rec.ByKind(mediator.KindAdvice) {
+		if text := promptText(q); strings.Contains(text, "from student") {
+			t.Errorf("a batch under isolated routing shows another student's item:\n%s", text)
+		}
+	}
+}
+
+func TestMediatedRoutingRecordsEachItemWithItsProvenance(t *testing.T) {
+	tr := newRoutingRun(t, conditions.RoutingMediated, 3)
+	tr.execute(t)
+	routes := routeEntries(t, tr.run.Dir.Path)
+	if len(routes) == 0 {
+		t.Fatal("mediated routing between a diligent and a sloppy student recorded no routed item")
+	}
+	calls := map[string]bool{}
+	for _, q := range tr.rec.ByKind(mediator.KindRoute) {
+		calls[q.Caller] = true
+	}
+	toSloppy := 0
+	for _, e := range routes {
+		if e.From == "" || e.To == "" || e.From == e.To || e.TrialID == "" || e.TaskID == "" || e.Iteration == 0 || e.Reason == "" {
+			t.Errorf("routed item %s lacks provenance: %+v", e.ID, e)
+		}
+		if e.Form != mediator.FormNote && e.Form != mediator.FormProposal {
+			t.Errorf("routed item %s has form %q", e.ID, e.Form)
+		}
+		if !strings.Contains(e.TrialID, "@"+e.From) && !trialOfStudent(tr, e.TrialID, e.From) {
+			t.Errorf("routed item %s names trial %s, which student %s did not run", e.ID, e.TrialID, e.From)
+		}
+		if caller := rundir.RouteCaller(e.To, e.Iteration).String(); !calls[caller] {
+			t.Errorf("routed item %s has no routing call %s in the call log", e.ID, caller)
+		}
+		if e.To == "sloppy" {
+			toSloppy++
+		}
+	}
+	if toSloppy == 0 {
+		t.Errorf("nothing of the diligent student reached the sloppy one: %+v", routes)
+	}
+	// The Mediator's budget holds per student and iteration.
+	per := map[string]int{}
+	for _, e := range routes {
+		per[fmt.Sprintf("%s/%d", e.To, e.Iteration)]++
+	}
+	for k, n := range per {
+		if n > config.DefaultRouteItems {
+			t.Errorf("%s received %d items, over the budget of %d", k, n, config.DefaultRouteItems)
+		}
+	}
+}
+
+// trialOfStudent reports whether student ran the training trial id.
+func trialOfStudent(tr *testRun, id, student string) bool {
+	for _, s := range tr.trials.specs {
+		if s.TrialID == id {
+			c, err := rundir.ParseCaller(s.Caller)
+			return err == nil && c.Student == student
+		}
+	}
+	return false
+}
+
+func TestPooledRoutingHandsEveryBatchEveryStudentsProposals(t *testing.T) {
+	tr := newRoutingRun(t, conditions.RoutingPooled, 3)
+	tr.execute(t)
+	if n := len(tr.rec.ByKind(mediator.KindRoute)); n != 0 {
+		t.Errorf("pooled routing made %d routing calls; it passes everything on unchosen", n)
+	}
+	// Which students made proposals in the iterations each own batch drew on.
+	proposers := map[string]bool{}
+	for _, e := range historyEntries(t, tr.run.Dir.Path) {
+		if e.Kind == rundir.EntryProposal {
+			for _, s := range tr.trials.specs {
+				if c, err := rundir.ParseCaller(s.Caller); err == nil && s.TrialID == e.TrialID && c.Kind == rundir.CallerExecutor {
+					proposers[c.Student] = true
+				}
+			}
+		}
+	}
+	if !proposers["diligent"] || !proposers["sloppy"] {
+		t.Fatalf("proposals came from %v; the test needs both students proposing", proposers)
+	}
+	reviews := 0
+	for _, q := range tr.rec.ByKind(mediator.KindAdvice) {
+		c, err := rundir.ParseCaller(q.Caller)
+		if err != nil || !strings.HasPrefix(c.Batch, "s") {
+			continue
+		}
+		reviews++
+		student := map[string]string{"s1": "diligent", "s2": "sloppy"}[c.Batch[:2]]
+		other := map[string]string{"diligent": "sloppy", "sloppy": "diligent"}[student]
+		text := promptText(q)
+		if !strings.Contains(text, "from student "+other+" ") {
+			t.Errorf("batch %s of student %s shows no proposal of student %s:\n%s", c.Batch, student, other, text)
+		}
+		if !strings.Contains(text, "it was proposed from") {
+			t.Errorf("batch %s carries no feedback the proposals came from", c.Batch)
+		}
+	}
+	if reviews < 2 {
+		t.Errorf("%d reviews of own-skill batches; want both students' batches reviewed", reviews)
+	}
+	for _, e := range routeEntries(t, tr.run.Dir.Path) {
+		if e.Form != mediator.FormPooled || e.From == e.To {
+			t.Errorf("pooled item %s: form %q from %s to %s", e.ID, e.Form, e.From, e.To)
+		}
+	}
+}
+
+func TestRoutingNeedsStudentsWithTheirOwnSkill(t *testing.T) {
+	tests := []struct {
+		name    string
+		own     bool
+		routing conditions.Routing
+		policy  conditions.Policy
+		want    string
+	}{
+		{"shared skill, pooled", false, conditions.RoutingPooled, conditions.PolicyAll, "own_skill = true"},
+		{"shared skill, mediated", false, conditions.RoutingMediated, conditions.PolicyAll, "own_skill = true"},
+		{"own skill, no executor updates", true, conditions.RoutingMediated, conditions.Policy{Planner: true}, "needs executor skill updates"},
+		{"shared skill, isolated", false, conditions.RoutingIsolated, conditions.PolicyAll, ""},
+		{"own skill, mediated", true, conditions.RoutingMediated, conditions.PolicyAll, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig(t, func(c *config.Config) {
+				lab := c.Labs[config.DefaultLab]
+				lab.Students = config.Students{ByID: map[string]config.Student{"x": {OwnSkill: tt.own}, "y": {}}}
+				c.Labs[config.DefaultLab] = lab
+			})
+			_, err := BuildRunPlan(cfg, PlanOptions{Tasks: []string{"a"}, Condition: conditions.LearnedMediator, Policy: tt.policy,
+				Routing: []conditions.Routing{tt.routing}, Offline: true})
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("plan refused: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("err = %v, want one that says %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestMatrixCrossesRowsWithRouting(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) {
+		lab := c.Labs[config.DefaultLab]
+		lab.Students = config.Students{ByID: map[string]config.Student{"x": {OwnSkill: true}, "y": {OwnSkill: true}}}
+		c.Labs[config.DefaultLab] = lab
+	})
+	rows := []MatrixRow{{Name: "full", Condition: conditions.LearnedMediator, Policy: conditions.PolicyAll},
+		{Name: "fixed", Condition: conditions.LearnedMediator, Policy: conditions.PolicyAll, Routing: conditions.RoutingPooled}}
+	p, err := BuildMatrixPlan(cfg, PlanOptions{Tasks: []string{"a"}, Rows: rows, Seeds: []int64{1},
+		Routing: []conditions.Routing{conditions.RoutingIsolated, conditions.RoutingMediated}, Offline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range p.Rows {
+		got = append(got, r.Name+"="+string(r.Routing))
+	}
+	want := "full-isolated=isolated full-mediated=mediated fixed=pooled"
+	if strings.Join(got, " ") != want {
+		t.Errorf("rows %v, want %s", got, want)
+	}
+	var b strings.Builder
+	if err := p.WriteMatrixFile(&b); err != nil {
+		t.Fatal(err)
+	}
+	mf, err := ParseMatrixFile([]byte(b.String()), "plan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range mf.Rows {
+		if r.Routing != p.Rows[i].Routing {
+			t.Errorf("the plan file gives row %s routing %q, want %q", r.Name, r.Routing, p.Rows[i].Routing)
+		}
+	}
+}
