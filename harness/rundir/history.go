@@ -21,8 +21,8 @@ const (
 	// EntryRoute is an item of one student's evidence that reached
 	// another student's own executor skill under pooled or mediated
 	// routing.
-	EntryRoute = "route"
-	AuthorHuman   = "human"
+	EntryRoute  = "route"
+	AuthorHuman = "human"
 )
 
 // Entry is one Planner or Mediator output in the history. Its outcome
