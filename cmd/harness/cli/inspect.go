@@ -37,6 +37,8 @@ type InspectOptions struct {
 	Tasks bool
 	// By is what --compare compares: rows (default) or student.
 	By string
+	// Routing lists the items routed between students.
+	Routing bool
 }
 
 // MatrixView is what `harness inspect MATRIX` prints without --compare.
@@ -73,6 +75,10 @@ some, and with --json the records themselves are printed, prompts and answers in
 
 --tasks prints the per-task table of a matrix (or a run): one line per task and row, with
 the mean reward, the trials, and the trials without a reward by status.
+
+--routing lists the items routed between students under pooled or mediated routing, one
+line each: iteration, from, to, task, the source trial, form, whether a batch holding it
+was adopted, and the reason. With --json, a list of objects (empty under isolated).
 
 --follow tails a live run or matrix from its files until it stops. --json everywhere.`,
 		Example: `  harness inspect
@@ -118,6 +124,9 @@ func checkInspectFlags(cmd *cobra.Command, o *InspectOptions) error {
 	if o.Compare && o.Follow {
 		return usagef("--compare and --follow do not combine")
 	}
+	if o.Routing && (o.Dir == "" || o.Compare || o.Follow || o.Calls || o.Tasks) {
+		return usagef("--routing needs a run or matrix directory and does not combine with --compare, --follow, --calls or --tasks")
+	}
 	if o.Tasks && (o.Dir == "" || o.Compare || o.Follow || o.Calls) {
 		return usagef("--tasks needs a run or matrix directory and does not combine with --compare, --follow or --calls")
 	}
@@ -156,6 +165,7 @@ func addInspectFlags(cmd *cobra.Command, o *InspectOptions) {
 	fl.BoolVar(&o.Follow, "follow", false, "tail a live run or matrix until it stops")
 	fl.DurationVar(&o.Interval, "interval", inspect.DefaultFollowInterval, "with --follow: how often to look for news")
 	fl.BoolVar(&o.Tasks, "tasks", false, "print the per-task table (task x row: mean reward, trials, failures by status)")
+	fl.BoolVar(&o.Routing, "routing", false, "list the items routed between students: from, to, iteration, task, trial, form, reason, adopted")
 	fl.BoolVar(&o.Calls, "calls", false, "list the run's model calls")
 	fl.StringVar(&o.CallFilter.Role, "role", "", "with --calls: only this role's calls")
 	fl.StringVar(&o.CallFilter.Task, "task", "", "with --calls: only calls for this task")
@@ -197,6 +207,17 @@ func runCalls(o *InspectOptions) error {
 	return inspect.WriteCallsText(o.IO.Out, calls, isTerminal(o.IO.Out))
 }
 
+func runRouting(o *InspectOptions) error {
+	items, err := inspect.Routing(o.Dir)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return inspect.WriteJSON(o.IO.Out, items)
+	}
+	return inspect.WriteRoutingText(o.IO.Out, items)
+}
+
 func runTasks(o *InspectOptions) error {
 	grid, err := inspect.Tasks(o.Dir)
 	if err != nil {
@@ -232,6 +253,8 @@ func runInspect(ctx context.Context, o *InspectOptions) error {
 	switch {
 	case o.Calls:
 		return runCalls(o)
+	case o.Routing:
+		return runRouting(o)
 	case o.Tasks:
 		return runTasks(o)
 	case o.Compare:
