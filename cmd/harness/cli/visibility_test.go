@@ -85,6 +85,18 @@ func labServer(t *testing.T) *llmtest.Server {
 				"# Executor\n\n- Reread the question and check the answer file before you submit.\n"}))
 		case "reflection":
 			return reply(llmtest.JSON(map[string]any{"no_change": true, "content": "", "reasoning": "the pairs show no pattern"}))
+		case "route":
+			// Route the first item of the other students as a note.
+			routes := []map[string]any{}
+			text := requestText(q)
+			if i := strings.Index(text, "the items you may route"); i >= 0 {
+				if _, rest, ok := strings.Cut(text[i:], "item: "); ok {
+					id, _, _ := strings.Cut(rest, "\n")
+					routes = append(routes, map[string]any{"item": id, "form": "note",
+						"note": "Check the answer file before you submit.", "reason": "the other student's trial holds a lesson"})
+				}
+			}
+			return reply(llmtest.JSON(map[string]any{"routes": routes, "reasoning": "routed what the student lacks"}))
 		case "trace_summary":
 			// A faithful summariser keeps the assertion message it was
 			// shown, so what it passes on follows what it received.
