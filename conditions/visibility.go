@@ -268,6 +268,7 @@ func (s Setting) Visible(c Consumer) EvidenceSet {
 			return 0
 		}
 		out = out.With(EvidenceExecutorSkill, EvidenceMediatorSkill, EvidenceProposals, EvidenceProposalEvidence, EvidenceOutcome, EvidenceOtherStudents)
+		out |= s.priorFeedback(false)
 	case ConsumerAdvisor:
 		if s.Condition.ProposalFeedback() == FeedbackNone {
 			return 0
