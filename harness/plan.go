@@ -309,10 +309,8 @@ func BuildMatrixPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--resume %s: %w", o.Resume, err)
 		}
-		o.Name, o.Rows = mf.Name, mf.Rows
-		// Each row of the plan file names its routing (isolated when a
-		// matrix from before routing names none).
-		o.Routing = []conditions.Routing{conditions.DefaultRouting}
+		// Each row of the plan file names its routing (isolated if none).
+		o.Name, o.Rows, o.Routing = mf.Name, mf.Rows, []conditions.Routing{conditions.DefaultRouting}
 		o.Tasks, o.TaskSet, o.Seeds = m.Tasks, m.TaskSet, m.Seeds
 		o.Split = SplitOptions{Validate: m.ValidateTasks, HeldOut: m.HeldOutTasks}
 		if o.Iterations == 0 {
@@ -342,11 +340,7 @@ func BuildMatrixPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 	if err := rundir.CheckLabel(p.Name); err != nil {
 		return nil, fmt.Errorf("matrix name: %w", err)
 	}
-	routing, err := planRouting(cfg, o.Routing)
-	if err != nil {
-		return nil, err
-	}
-	specs, err := expandRows(cfg, crossRouting(rows, routing), p.Seeds)
+	specs, err := routedRows(cfg, rows, o.Routing, p.Seeds)
 	if err != nil {
 		return nil, err
 	}

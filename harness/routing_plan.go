@@ -32,6 +32,16 @@ func planRouting(cfg *config.Config, given []conditions.Routing) ([]conditions.R
 	return out, nil
 }
 
+// routedRows expands a matrix's rows, each crossed with the routing
+// values given (or [experiment] routing) unless it names its own.
+func routedRows(cfg *config.Config, rows []MatrixRow, given []conditions.Routing, seeds []int64) ([]RowSpec, error) {
+	routing, err := planRouting(cfg, given)
+	if err != nil {
+		return nil, err
+	}
+	return expandRows(cfg, crossRouting(rows, routing), seeds)
+}
+
 // crossRouting gives each row without a routing of its own every routing
 // value: a row crossed with several becomes one row per value, named
 // <name>-<routing>, so the values compare paired on the same tasks and
