@@ -266,4 +266,3 @@ func reward(it RouteItem) float64 {
 	}
 	return *it.Outcome.Reward
 }
-
