@@ -245,3 +245,52 @@ func TestMatrixCrossesRowsWithRouting(t *testing.T) {
 		}
 	}
 }
+
+// Under every routing, each call that reviews, drafts or routes a
+// student's proposals carries another student's items, and (from raw
+// digests) the verifier's diagnostics, only where the visibility contract
+// allows them.
+func TestRoutingCallsCarryWhatTheContractAllows(t *testing.T) {
+	consumers := map[string]conditions.Consumer{string(mediator.KindAdvice): conditions.ConsumerAdvisor,
+		string(mediator.KindSkillDraft): conditions.ConsumerPlannerDraft, string(mediator.KindRoute): conditions.ConsumerRouter}
+	for _, cond := range []conditions.Condition{conditions.FullTraces, conditions.LearnedMediator} {
+		for _, routing := range conditions.Routings() {
+			t.Run(string(cond)+"/"+string(routing), func(t *testing.T) {
+				tr := newRoutingRun(t, routing, 3)
+				tr.run.Spec.Condition = cond
+				if cond == conditions.FullTraces {
+					tr.run.Spec.Policy = conditions.Policy{Executor: true, Planner: true}
+				}
+				tr.run.Config.Experiment.VerifierFeedback = string(conditions.VerifierDiagnostics)
+				tr.execute(t)
+				s := tr.run.setting()
+				crossed := map[conditions.Consumer]bool{}
+				for _, q := range tr.rec.Requests() {
+					c, ok := consumers[string(q.Kind)]
+					if !ok {
+						continue
+					}
+					text, allowed := promptText(q), s.Visible(c)
+					if allowed.Empty() {
+						t.Errorf("a %s call was made, which the contract never makes under %+v", c, s)
+					}
+					if strings.Contains(text, "from student ") {
+						crossed[c] = true
+						if !allowed.Has(conditions.EvidenceOtherStudents) && !allowed.Has(conditions.EvidenceRoutedItems) {
+							t.Errorf("%s call %s carries another student's item:\n%s", c, q.Caller, text)
+						}
+					}
+					// A Mediator report is its own writing and may quote what
+					// it was shown, so the marker is traced through raw
+					// digests only (full_traces).
+					if cond == conditions.FullTraces && strings.Contains(text, "DIAG-") && !allowed.Has(conditions.EvidenceDiagnostics) {
+						t.Errorf("%s call %s carries the verifier's diagnostics", c, q.Caller)
+					}
+				}
+				if routing.Shares() && !crossed[conditions.ConsumerAdvisor] {
+					t.Errorf("no Advisor review under %s routing showed another student's item", routing)
+				}
+			})
+		}
+	}
+}
