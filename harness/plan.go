@@ -731,6 +731,7 @@ func rowRequests(tokens map[conditions.Role]roleTokens, m requestModel, r RowSpe
 		batches := float64(expectedBatches(m.cfg, r, tasks, iterations))
 		m.add(tokens, kindAdvice, batches)
 		m.add(tokens, kindDraft, batches)
+		m.add(tokens, kindRoute, routeCalls(m.lab, r, iterations))
 	}
 	if every := m.cfg.Experiment.CoevoInterval; every > 0 {
 		// Reflections fall on every multiple of the interval, so those still

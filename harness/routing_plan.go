@@ -65,6 +65,21 @@ func crossRouting(rows []MatrixRow, values []conditions.Routing) []MatrixRow {
 	return out
 }
 
+// routeCalls is how many routing calls a row's iterations make: one per
+// student with its own skill and iteration under mediated routing.
+func routeCalls(lab config.Lab, r RowSpec, iterations int) float64 {
+	if r.Routing.Or() != conditions.RoutingMediated {
+		return 0
+	}
+	own := 0
+	for _, st := range lab.Roster() {
+		if st.OwnSkill {
+			own++
+		}
+	}
+	return float64(own * iterations)
+}
+
 // checkRouting refuses a routing that could change nothing: routing moves
 // evidence between students' own executor skills, so a lab without a
 // student that holds one (own_skill = true) has nothing to route.

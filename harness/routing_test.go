@@ -294,3 +294,26 @@ func TestRoutingCallsCarryWhatTheContractAllows(t *testing.T) {
 		}
 	}
 }
+
+// The dry run prices the Mediator's routing calls: one per student with
+// its own skill and iteration, under mediated routing only.
+func TestPlanPricesTheRoutingCalls(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) {
+		lab := c.Labs[config.DefaultLab]
+		lab.Students = config.Students{ByID: map[string]config.Student{"x": {OwnSkill: true}, "y": {OwnSkill: true}}}
+		c.Labs[config.DefaultLab] = lab
+	})
+	mediatorTokens := map[conditions.Routing]int64{}
+	for _, r := range conditions.Routings() {
+		p, err := BuildRunPlan(cfg, PlanOptions{Tasks: []string{"a", "b"}, Condition: conditions.LearnedMediator, Policy: conditions.PolicyAll,
+			Routing: []conditions.Routing{r}, Iterations: 4, Offline: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mediatorTokens[r] = p.EstimatedTokensByRole[conditions.RoleMediator]
+	}
+	if mediatorTokens[conditions.RoutingPooled] != mediatorTokens[conditions.RoutingIsolated] ||
+		mediatorTokens[conditions.RoutingMediated] <= mediatorTokens[conditions.RoutingIsolated] {
+		t.Errorf("Mediator tokens by routing %v: want more under mediated only", mediatorTokens)
+	}
+}
