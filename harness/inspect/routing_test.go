@@ -98,3 +98,14 @@ func TestRoutingOfAMatrixNamesTheRow(t *testing.T) {
 		t.Errorf("a run without routed items lists %v (%v), want an empty list", empty, err)
 	}
 }
+
+func TestFollowNamesTheStudentsOfARoutedItem(t *testing.T) {
+	line, err := json.Marshal(rundir.HistoryRecord{Type: "entry", Entry: &rundir.Entry{ID: "r-a", Role: "mediator", Kind: rundir.EntryRoute,
+		TaskID: "a", Iteration: 2, From: "diligent", To: "sloppy"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := describeRecord(rundir.HistoryFile, line); !strings.Contains(got, "from diligent to sloppy") {
+		t.Errorf("--follow shows a routed item as %q", got)
+	}
+}
