@@ -10,6 +10,7 @@ import (
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/executor"
 	"github.com/mediated-coevo/harness/harness/rundir"
+	"github.com/mediated-coevo/harness/llm"
 	"github.com/mediated-coevo/harness/mediator"
 )
 
@@ -315,5 +316,56 @@ func TestPlanPricesTheRoutingCalls(t *testing.T) {
 	if mediatorTokens[conditions.RoutingPooled] != mediatorTokens[conditions.RoutingIsolated] ||
 		mediatorTokens[conditions.RoutingMediated] <= mediatorTokens[conditions.RoutingIsolated] {
 		t.Errorf("Mediator tokens by routing %v: want more under mediated only", mediatorTokens)
+	}
+}
+
+// Offline, with students whose models differ in diligence and every trial
+// running the real lab agent in the in-memory world, mediated routing
+// passes what the diligent student's trials hold to the sloppy one.
+func TestMediatedRoutingReachesTheSloppyStudentOffline(t *testing.T) {
+	tasks := memTasks(t, 3)
+	one, zero := 1.0, 0.0
+	tr := newTestRun(t, conditions.LearnedMediator, conditions.PolicyAll, taskIDs(tasks), 2, func(c *config.Config) {
+		diligent, sloppy := c.Models[conditions.RoleExecutor], c.Models[conditions.RoleExecutor]
+		diligent.OfflineDiligence = &one
+		sloppy.Model, sloppy.OfflineDiligence = "sloppy/model", &zero
+		c.Models[conditions.RoleExecutor], c.Models["sloppy"] = diligent, sloppy
+		lab := c.Labs[config.DefaultLab]
+		lab.Assignment = config.AssignAll
+		lab.Students = config.Students{ByID: map[string]config.Student{"diligent": {OwnSkill: true}, "sloppy": {Model: "sloppy", OwnSkill: true}}}
+		c.Labs[config.DefaultLab] = lab
+		// No batch fills: the test is about what routing passes on.
+		c.Experiment.AdvisorBufferMax = 100
+	})
+	tr.run.Tasks, tr.run.Spec.Routing = tasks, conditions.RoutingMediated
+	tr.run.Clients.byModel = map[string]*llm.Client{"sloppy": {Provider: tr.rec, Ledger: tr.run.Ledger, Role: string(conditions.RoleExecutor), Model: "sloppy/model"}}
+	tr.run.Trials = newTrialRunner(memWorld{}, tr.run.Config)
+	newAgent, err := agentFactory(tr.run.Config, AgentLab, config.DefaultLab, tr.run.Clients)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.run.NewAgent = newAgent
+	tr.execute(t)
+	rows, err := rundir.ReadMetrics(tr.run.Dir.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := map[string]float64{}
+	for _, r := range rows {
+		if r.Reward != nil {
+			sum[r.Student] += *r.Reward
+		}
+	}
+	if sum["diligent"] <= sum["sloppy"] {
+		t.Fatalf("rewards by student %v: the profiles should make the diligent student score more", sum)
+	}
+	reached := 0
+	for _, e := range routeEntries(t, tr.run.Dir.Path) {
+		if e.From == "diligent" && e.To == "sloppy" {
+			reached++
+		}
+	}
+	if reached == 0 {
+		t.Errorf("nothing of the diligent student's evidence was routed to the sloppy one: %+v", routeEntries(t, tr.run.Dir.Path))
 	}
 }
