@@ -40,7 +40,7 @@ func TestValidateRouting(t *testing.T) {
 		{NoFeedback, PolicyNone, RoutingIsolated, ""},
 		{LearnedMediator, Policy{Planner: true}, RoutingPooled, "needs executor skill updates"},
 		{SharedNotes, Policy{Planner: true}, RoutingMediated, "needs executor skill updates"},
-		{NoFeedback, Policy{Executor: true}, RoutingMediated, "gives proposals feedback"},
+		{NoFeedback, Policy{Executor: true}, RoutingMediated, "give proposals feedback"},
 		{LearnedMediator, PolicyAll, "broadcast", "unknown routing"},
 	}
 	for _, tt := range tests {
