@@ -81,6 +81,8 @@ const (
 	EvidenceRejections
 	EvidenceAdvice
 	EvidenceHistory
+	EvidenceOtherStudents
+	EvidenceRoutedItems
 	evidenceCount
 )
 
@@ -108,6 +110,8 @@ var evidenceText = [evidenceCount]string{
 	EvidenceRejections:       "summaries of recently rejected batches",
 	EvidenceAdvice:           "the Advisor's feedback on an approved batch",
 	EvidenceHistory:          "history entries (plans, reports, proposals) with delayed rewards, their own trial's outcome and what they were written from",
+	EvidenceOtherStudents:    "other students' proposals, each with the feedback it came from and its trial's outcome",
+	EvidenceRoutedItems:      "items the Mediator routed from other students (a note or a forwarded proposal), each with its source trial and reason",
 }
 
 // String describes the evidence in plain words.
@@ -169,6 +173,7 @@ const (
 	ConsumerPlan            Consumer = "plan"
 	ConsumerCode            Consumer = "code"
 	ConsumerMediator        Consumer = "mediator"
+	ConsumerRouter          Consumer = "mediator_route"
 	ConsumerAdvisor         Consumer = "advisor"
 	ConsumerReflector       Consumer = "reflector"
 	ConsumerCompactor       Consumer = "compactor"
@@ -182,7 +187,7 @@ const (
 // Consumers lists every consumer in documentation order.
 func Consumers() []Consumer {
 	return []Consumer{ConsumerPlannerPlan, ConsumerPlannerProposal, ConsumerPlannerDraft, ConsumerExecutor,
-		ConsumerExplore, ConsumerPlan, ConsumerCode, ConsumerMediator, ConsumerAdvisor, ConsumerReflector, ConsumerCompactor,
+		ConsumerExplore, ConsumerPlan, ConsumerCode, ConsumerMediator, ConsumerRouter, ConsumerAdvisor, ConsumerReflector, ConsumerCompactor,
 		ConsumerJudge, ConsumerMetaReview}
 }
 
@@ -199,6 +204,8 @@ func (c Consumer) Role() Role {
 		return RoleCode
 	case ConsumerMetaReview:
 		return RoleReflector
+	case ConsumerRouter:
+		return RoleMediator
 	}
 	return Role(c)
 }
@@ -209,6 +216,8 @@ type Setting struct {
 	Verifier  VerifierFeedback
 	// CrossTask is [experiment] allow_cross_task_feedback.
 	CrossTask bool
+	// Routing is the row's routing between students; empty is isolated.
+	Routing Routing
 }
 
 // traceEvidence is what a digest of one trial may carry at level v: the
@@ -250,7 +259,7 @@ func (s Setting) Visible(c Consumer) EvidenceSet {
 		if s.Condition.ProposalFeedback() == FeedbackNone {
 			return 0
 		}
-		out = out.With(EvidenceExecutorSkill, EvidenceProposals, EvidenceAdvice)
+		out = out.With(EvidenceExecutorSkill, EvidenceProposals, EvidenceAdvice) | s.fromStudents()
 	case ConsumerExecutor:
 		out = out.With(EvidenceInstruction, EvidencePlan, EvidenceExecutorSkill, EvidenceTaskSkills)
 	case ConsumerExplore, ConsumerPlan, ConsumerCode:
@@ -260,12 +269,20 @@ func (s Setting) Visible(c Consumer) EvidenceSet {
 			return 0
 		}
 		out = out.With(EvidencePlan, EvidenceTranscript, EvidenceMediatorSkill) | traceEvidence(s.Verifier)
+	case ConsumerRouter:
+		// The routing call reads every student's proposals as the Advisor
+		// reads a batch: each with its feedback and its trial's outcome.
+		if s.Routing.Or() != RoutingMediated || s.Condition.ProposalFeedback() == FeedbackNone {
+			return 0
+		}
+		out = out.With(EvidenceExecutorSkill, EvidenceMediatorSkill, EvidenceProposals, EvidenceProposalEvidence, EvidenceOutcome, EvidenceOtherStudents)
+		out |= s.priorFeedback(false)
 	case ConsumerAdvisor:
 		if s.Condition.ProposalFeedback() == FeedbackNone {
 			return 0
 		}
 		out = out.With(EvidenceExecutorSkill, EvidenceProposals, EvidenceProposalEvidence, EvidenceOutcome)
-		out |= s.priorFeedback(false)
+		out |= s.priorFeedback(false) | s.fromStudents()
 	case ConsumerReflector:
 		if s.Condition == NoFeedback {
 			return 0
@@ -303,6 +320,19 @@ func (s Setting) Visible(c Consumer) EvidenceSet {
 		out = traceEvidence(s.Verifier)
 	}
 	return out
+}
+
+// fromStudents is what of other students reaches a batch of a student's
+// own skill: their proposals under pooled, the Mediator's routed items
+// under mediated, nothing under isolated.
+func (s Setting) fromStudents() EvidenceSet {
+	switch s.Routing.Or() {
+	case RoutingPooled:
+		return EvidenceSet(0).With(EvidenceOtherStudents)
+	case RoutingMediated:
+		return EvidenceSet(0).With(EvidenceRoutedItems)
+	}
+	return 0
 }
 
 // priorFeedback is the feedback on earlier trials the condition passes to

@@ -14,7 +14,9 @@ func allSettings() []Setting {
 	for _, c := range All() {
 		for _, v := range VerifierLevels() {
 			for _, cross := range []bool{false, true} {
-				out = append(out, Setting{Condition: c, Verifier: v, CrossTask: cross})
+				for _, r := range Routings() {
+					out = append(out, Setting{Condition: c, Verifier: v, CrossTask: cross, Routing: r})
+				}
 			}
 		}
 	}
@@ -41,7 +43,7 @@ func TestVisibilityRules(t *testing.T) {
 		ok   func(s Setting, c Consumer, got EvidenceSet) bool
 	}{
 		{"the Executor and its subagents never see verifier output, reports or summaries", func(s Setting, c Consumer, got EvidenceSet) bool {
-			if c.Role() == RolePlanner || c == ConsumerMediator || c == ConsumerAdvisor || c == ConsumerReflector || c == ConsumerCompactor || c == ConsumerJudge {
+			if c.Role() == RolePlanner || c == ConsumerMediator || c == ConsumerRouter || c == ConsumerAdvisor || c == ConsumerReflector || c == ConsumerCompactor || c == ConsumerJudge {
 				return true
 			}
 			for _, e := range []Evidence{EvidenceOutcome, EvidenceTestNames, EvidenceDiagnostics, EvidenceOwnReports, EvidenceOwnSummaries, EvidenceHumanNotes} {
@@ -81,6 +83,33 @@ func TestVisibilityRules(t *testing.T) {
 				}
 			}
 			return true
+		}},
+		{"nothing of another student crosses under isolated routing", func(s Setting, c Consumer, got EvidenceSet) bool {
+			return s.Routing.Shares() || !(got.Has(EvidenceOtherStudents) || got.Has(EvidenceRoutedItems)) && c != ConsumerRouter || got.Empty()
+		}},
+		{"pooled routing hands batches other students' proposals, never routed items", func(s Setting, c Consumer, got EvidenceSet) bool {
+			if s.Routing != RoutingPooled {
+				return true
+			}
+			batch := c == ConsumerAdvisor || c == ConsumerPlannerDraft
+			return !got.Has(EvidenceRoutedItems) && (!batch || got.Empty() || got.Has(EvidenceOtherStudents))
+		}},
+		{"mediated routing hands batches only what the Mediator routed", func(s Setting, c Consumer, got EvidenceSet) bool {
+			if s.Routing != RoutingMediated {
+				return true
+			}
+			batch := c == ConsumerAdvisor || c == ConsumerPlannerDraft
+			if batch && !got.Empty() && (got.Has(EvidenceOtherStudents) || !got.Has(EvidenceRoutedItems)) {
+				return false
+			}
+			return c == ConsumerRouter || c == ConsumerAdvisor || c == ConsumerPlannerDraft || !got.Has(EvidenceOtherStudents)
+		}},
+		{"the routing call is made only under mediated routing, with proposals to route", func(s Setting, c Consumer, got EvidenceSet) bool {
+			if c != ConsumerRouter {
+				return true
+			}
+			made := s.Routing == RoutingMediated && s.Condition.ProposalFeedback() != FeedbackNone
+			return got.Empty() != made && (got.Empty() || got.Has(EvidenceOtherStudents))
 		}},
 		{"no_feedback gives the Planner nothing of earlier trials", func(s Setting, c Consumer, got EvidenceSet) bool {
 			if s.Condition != NoFeedback {
@@ -147,7 +176,7 @@ func TestAgentsDocShowsTheContract(t *testing.T) {
 var consumerHeading = map[Consumer]string{
 	ConsumerPlannerPlan: "Planner: plan", ConsumerPlannerProposal: "Planner: proposal", ConsumerPlannerDraft: "Planner: draft",
 	ConsumerExecutor: "Executor / coordinator", ConsumerExplore: "explore", ConsumerPlan: "plan", ConsumerCode: "code",
-	ConsumerMediator: "Mediator", ConsumerAdvisor: "Advisor", ConsumerReflector: "Reflector", ConsumerCompactor: "Compactor",
+	ConsumerMediator: "Mediator", ConsumerRouter: "Mediator: route", ConsumerAdvisor: "Advisor", ConsumerReflector: "Reflector", ConsumerCompactor: "Compactor",
 	ConsumerJudge: "Judge", ConsumerMetaReview: "Reflector: meta-review",
 }
 
@@ -183,7 +212,45 @@ func visibilityTable() string {
 func called(c Consumer) []Condition {
 	var out []Condition
 	for _, cond := range All() {
-		if !(Setting{cond, VerifierDiagnostics, true}).Visible(c).Empty() {
+		for _, r := range Routings() {
+			if !(Setting{cond, VerifierDiagnostics, true, r}).Visible(c).Empty() {
+				out = append(out, cond)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// routingNote names the routing values, other than isolated, that alone
+// make visible(s) true for some setting, as a qualifier for a table cell.
+func routingNote(visible func(Setting) bool) string {
+	var names []string
+	for _, r := range Routings()[1:] {
+		for _, s := range allSettings() {
+			if s.Routing != r {
+				continue
+			}
+			plain := s
+			plain.Routing = RoutingIsolated
+			if visible(s) && !visible(plain) {
+				names = append(names, string(r))
+				break
+			}
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "routing " + strings.Join(names, ", ")
+}
+
+// calledIsolated lists the conditions under which c is made with isolated
+// routing.
+func calledIsolated(c Consumer) []Condition {
+	var out []Condition
+	for _, cond := range All() {
+		if !(Setting{cond, VerifierDiagnostics, true, RoutingIsolated}).Visible(c).Empty() {
 			out = append(out, cond)
 		}
 	}
@@ -199,24 +266,41 @@ func calledUnder(c Consumer) string {
 	for i, cond := range conds {
 		names[i] = conditionAbbrev[cond]
 	}
-	return "*" + strings.Join(names, ", ") + "*"
+	out := strings.Join(names, ", ")
+	if note := routingNote(func(s Setting) bool { return !s.Visible(c).Empty() }); note != "" {
+		out += "; " + note
+	}
+	return "*" + out + "*"
 }
 
 // cell says under which conditions, verifier levels and cross-task setting
 // consumer c may be shown e: "yes" wherever c is made, "—" nowhere, else
 // the conditions with any qualifier.
 func cell(e Evidence, c Consumer) string {
+	base := isolatedCell(e, c)
+	note := routingNote(func(s Setting) bool { return s.Visible(c).Has(e) })
+	switch {
+	case note == "":
+		return base
+	case base == "—":
+		return note
+	}
+	return base + "; " + note
+}
+
+// isolatedCell is cell under isolated routing.
+func isolatedCell(e Evidence, c Consumer) string {
 	var parts []string
 	everywhere := true
 	// same holds the levels while every condition so far shows e at the
 	// same ones; then the cell names only the levels.
 	var same []VerifierFeedback
 	sameEverywhere := true
-	for i, cond := range called(c) {
+	for i, cond := range calledIsolated(c) {
 		var levels, crossOnly []VerifierFeedback
 		for _, v := range VerifierLevels() {
-			plain := Setting{cond, v, false}.Visible(c).Has(e)
-			cross := Setting{cond, v, true}.Visible(c).Has(e)
+			plain := Setting{cond, v, false, RoutingIsolated}.Visible(c).Has(e)
+			cross := Setting{cond, v, true, RoutingIsolated}.Visible(c).Has(e)
 			if plain {
 				levels = append(levels, v)
 			} else if cross {

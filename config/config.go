@@ -124,6 +124,11 @@ type Experiment struct {
 	PlannerContextMaxChars int `toml:"planner_context_max_chars"`
 	TaskOutputMaxChars     int `toml:"task_output_max_chars"`
 	RecentRejectionsShown  int `toml:"recent_rejections_shown"`
+	// Routing is how students' evidence reaches each other's own executor
+	// skills (isolated | pooled | mediated; see conditions.Routing), the
+	// value --routing defaults to. Empty, as in a run written before the
+	// setting existed, is isolated.
+	Routing string `toml:"routing,omitempty"`
 }
 
 // Mediator is [mediator]: what the Mediator is shown of a trial.
@@ -131,6 +136,21 @@ type Mediator struct {
 	// TranscriptChars is the budget, in characters, of the condensed
 	// Executor transcript in the Mediator's prompt; 0 shows none.
 	TranscriptChars int `toml:"transcript_chars"`
+	// RouteItems is the most items the Mediator may route to one student
+	// per iteration under mediated routing; 0 (a run written before the
+	// setting existed) means DefaultRouteItems.
+	RouteItems int `toml:"route_items,omitempty"`
+}
+
+// DefaultRouteItems is the routing budget of a run that records none.
+const DefaultRouteItems = 2
+
+// RouteBudget is the most items routed to one student per iteration.
+func (m Mediator) RouteBudget() int {
+	if m.RouteItems <= 0 {
+		return DefaultRouteItems
+	}
+	return m.RouteItems
 }
 
 // Validation is [validation]: the validate-before-apply gate for executor skills.
@@ -345,6 +365,9 @@ func (d *Duration) UnmarshalText(b []byte) error {
 
 // MarshalText writes a Go duration string.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
+
+// RoutingOr is the experiment's routing, isolated when none is recorded.
+func (e Experiment) RoutingOr() conditions.Routing { return conditions.Routing(e.Routing).Or() }
 
 // Verifier is the verifier feedback level of the experiment. A run written
 // before the setting existed has none recorded and showed the models

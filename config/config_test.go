@@ -454,6 +454,8 @@ func TestValidateRanges(t *testing.T) {
 		{"verifier_feedback", func(c *Config) { c.Experiment.VerifierFeedback = "everything" }, "experiment.verifier_feedback"},
 		{"negative char cap", func(c *Config) { c.Experiment.ReportMaxChars = -1 }, "experiment.report_max_chars"},
 		{"negative transcript budget", func(c *Config) { c.Mediator.TranscriptChars = -1 }, "mediator.transcript_chars"},
+		{"routing", func(c *Config) { c.Experiment.Routing = "shared" }, "experiment.routing"},
+		{"negative routing budget", func(c *Config) { c.Mediator.RouteItems = -1 }, "mediator.route_items"},
 		{"validation rule", func(c *Config) { c.Validation.Rule = "vote" }, "validation.rule"},
 		{"threshold 1", func(c *Config) { c.Validation.Threshold = 1 }, "validation.threshold"},
 		{"threshold 0", func(c *Config) { c.Validation.Threshold = 0 }, "validation.threshold"},
@@ -853,7 +855,7 @@ func TestConfigWithoutMediatorSection(t *testing.T) {
 	if err := WriteResolved(&buf, c, RunMeta{}); err != nil {
 		t.Fatal(err)
 	}
-	old := strings.Replace(buf.String(), "\n[mediator]\ntranscript_chars = 6000\n", "", 1)
+	old := strings.Replace(buf.String(), "\n[mediator]\ntranscript_chars = 6000\nroute_items = 2\n", "", 1)
 	if old == buf.String() {
 		t.Fatalf("resolved file lacks the [mediator] section:\n%s", buf.String())
 	}

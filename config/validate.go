@@ -85,6 +85,14 @@ func (c *checker) atLeast(k toml.Key, v, lo int64) {
 	}
 }
 
+func routings() []string {
+	var out []string
+	for _, r := range conditions.Routings() {
+		out = append(out, string(r))
+	}
+	return out
+}
+
 func verifierLevels() []string {
 	var out []string
 	for _, v := range conditions.VerifierLevels() {
@@ -126,6 +134,7 @@ func (c *Config) validate() []issue {
 	c.validateRuntime(&ck)
 	c.validateLauncher(&ck)
 	ck.atLeast(key("mediator", "transcript_chars"), int64(c.Mediator.TranscriptChars), 0)
+	ck.atLeast(key("mediator", "route_items"), int64(c.Mediator.RouteItems), 0)
 	ck.atLeast(key("evaluation", "trials_per_task"), int64(c.Evaluation.TrialsPerTask), 0)
 	if e := c.Stats.EffectOfInterest; e < 0 || e > 1 || math.IsNaN(e) {
 		ck.add(key("stats", "effect_of_interest"), "must be a difference in mean reward in (0, 1] (got %v)", e)
@@ -153,6 +162,9 @@ func (c *Config) validateExperiment(ck *checker) {
 	// Experiment.Verifier); Load refuses it in a configuration layer.
 	if e.VerifierFeedback != "" {
 		ck.oneOf(k("verifier_feedback"), e.VerifierFeedback, verifierLevels())
+	}
+	if e.Routing != "" {
+		ck.oneOf(k("routing"), e.Routing, routings())
 	}
 	ck.atLeast(k("report_max_chars"), int64(e.ReportMaxChars), 1)
 	ck.atLeast(k("planner_context_max_chars"), int64(e.PlannerContextMaxChars), 1)

@@ -29,7 +29,7 @@ type trialEvidence struct {
 // setting is what of the run decides visibility.
 func (r *Run) setting() conditions.Setting {
 	exp := r.Config.Experiment
-	return conditions.Setting{Condition: r.Spec.Condition, Verifier: exp.Verifier(), CrossTask: exp.AllowCrossTaskFeedback}
+	return conditions.Setting{Condition: r.Spec.Condition, Verifier: exp.Verifier(), CrossTask: exp.AllowCrossTaskFeedback, Routing: r.Spec.Routing.Or()}
 }
 
 // visible is the evidence consumer c may be shown in this run.
@@ -89,7 +89,8 @@ func shown(allowed conditions.EvidenceSet, e conditions.Evidence, v string) stri
 // each proposal came from and its task's later rewards unless the contract
 // allows them.
 func (r *Run) proposalsFor(c conditions.Consumer, batch []mediator.Proposal) []mediator.Proposal {
-	out := slices.Clone(batch)
+	// What came from another student is shown only as the routing allows.
+	out := slices.DeleteFunc(slices.Clone(batch), func(p mediator.Proposal) bool { return !fromStudentShown(r.visible(c), p) })
 	if r.visible(c).Has(conditions.EvidenceProposalEvidence) {
 		return out
 	}
@@ -100,6 +101,19 @@ func (r *Run) proposalsFor(c conditions.Consumer, batch []mediator.Proposal) []m
 		}
 	}
 	return out
+}
+
+// fromStudentShown reports whether a consumer allowed to see `allowed` may
+// see p: a student's own proposal always, another student's pooled one
+// with EvidenceOtherStudents, a routed one with EvidenceRoutedItems.
+func fromStudentShown(allowed conditions.EvidenceSet, p mediator.Proposal) bool {
+	switch {
+	case p.From == "":
+		return true
+	case p.Routed == mediator.FormPooled:
+		return allowed.Has(conditions.EvidenceOtherStudents)
+	}
+	return allowed.Has(conditions.EvidenceRoutedItems)
 }
 
 // outcome is the verifier's verdict on a trial, for a role allowed to see it.

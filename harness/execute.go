@@ -126,7 +126,7 @@ func (ex *planExecution) manifest(row RowSpec, matrixID string) rundir.Manifest 
 	return rundir.Manifest{Kind: rundir.KindRun, Name: row.Name, MatrixID: matrixID, Tasks: p.Tasks, TaskSet: p.TaskSet,
 		ValidateTasks: p.ValidateTasks, HeldOutTasks: p.HeldOutTasks,
 		Iterations: p.Iterations, Condition: string(row.Condition), Policy: row.Policy.String(), Preset: row.Preset,
-		Lab: row.Lab, Agent: p.Agent, Seed: row.Seed, Offline: p.Offline}
+		Lab: row.Lab, Agent: p.Agent, Seed: row.Seed, Offline: p.Offline, Routing: string(row.Routing)}
 }
 
 func (ex *planExecution) meta() config.RunMeta {

@@ -48,6 +48,8 @@ type RowSpec struct {
 	// Models names, for a row with overrides, each model it runs that
 	// differs from the plan's (Plan.Models), by role or model key.
 	Models map[conditions.Role]string `json:"models,omitempty"`
+	// Routing is how students' evidence reaches each other's own skills.
+	Routing conditions.Routing `json:"routing"`
 }
 
 // Label names the row in a run directory name: its preset, or its condition.
@@ -163,6 +165,9 @@ type PlanOptions struct {
 	Policy    conditions.Policy
 	Preset    string
 	Lab       string
+	// Routing is the run's routing (its first value), or the values a
+	// matrix crosses its rows with; empty means [experiment] routing.
+	Routing []conditions.Routing
 	// Rows are a matrix's rows; empty means the six baseline presets.
 	Rows []MatrixRow
 	// Split divides the tasks into evolve, validate and held-out splits.
@@ -233,8 +238,18 @@ func BuildRunPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 	if p.Name == "" {
 		p.Name = string(o.Condition)
 	}
+	routing, err := planRouting(cfg, o.Routing)
+	if err != nil {
+		return nil, err
+	}
+	if len(routing) > 1 {
+		return nil, fmt.Errorf("--routing gives %d values; a run takes one (a matrix crosses its rows with several)", len(routing))
+	}
+	if err := checkRouting(cfg, lab, o.Condition, o.Policy, routing[0]); err != nil {
+		return nil, err
+	}
 	p.Seeds = p.Seeds[:1]
-	p.Rows = []RowSpec{{Name: p.Name, Preset: o.Preset, Condition: o.Condition, Policy: o.Policy, Lab: lab, Seed: p.Seeds[0]}}
+	p.Rows = []RowSpec{{Name: p.Name, Preset: o.Preset, Condition: o.Condition, Policy: o.Policy, Lab: lab, Seed: p.Seeds[0], Routing: routing[0]}}
 	if resumed != nil {
 		p.ResumeSkips = resumeSkips("run", *resumed, p.Iterations)
 		p.done = map[string]int{p.Name: resumed.CompletedIterations}
@@ -271,6 +286,7 @@ func resumedRun(o *PlanOptions) (*rundir.Manifest, error) {
 		return nil, fmt.Errorf("--resume %s: %s: %w", o.Resume, rundir.ManifestFile, err)
 	}
 	o.Condition, o.Policy, o.Preset, o.Lab = cond, pol, m.Preset, m.Lab
+	o.Routing = []conditions.Routing{conditions.Routing(m.Routing).Or()}
 	o.Seeds = []int64{m.Seed}
 	o.Tasks, o.TaskSet = m.Tasks, m.TaskSet
 	o.Split = SplitOptions{Validate: m.ValidateTasks, HeldOut: m.HeldOutTasks}
@@ -304,7 +320,8 @@ func BuildMatrixPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--resume %s: %w", o.Resume, err)
 		}
-		o.Name, o.Rows = mf.Name, mf.Rows
+		// Each row of the plan file names its routing (isolated if none).
+		o.Name, o.Rows, o.Routing = mf.Name, mf.Rows, []conditions.Routing{conditions.DefaultRouting}
 		o.Tasks, o.TaskSet, o.Seeds = m.Tasks, m.TaskSet, m.Seeds
 		o.Split = SplitOptions{Validate: m.ValidateTasks, HeldOut: m.HeldOutTasks}
 		if o.Iterations == 0 {
@@ -334,7 +351,7 @@ func BuildMatrixPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 	if err := rundir.CheckLabel(p.Name); err != nil {
 		return nil, fmt.Errorf("matrix name: %w", err)
 	}
-	specs, err := expandRows(cfg, rows, p.Seeds)
+	specs, err := routedRows(cfg, rows, o.Routing, p.Seeds)
 	if err != nil {
 		return nil, err
 	}
@@ -813,6 +830,7 @@ func rowRequests(tokens map[conditions.Role]roleTokens, m requestModel, r RowSpe
 		m.add(tokens, kindAdvice, batches)
 		m.add(tokens, kindDraft, batches)
 		tournamentRequests(tokens, m, r, batches, iterations, done)
+		m.add(tokens, kindRoute, routeCalls(m.lab, r, iterations))
 	}
 	if every := m.cfg.Experiment.CoevoInterval; every > 0 {
 		// Reflections fall on every multiple of the interval, so those still
@@ -879,7 +897,7 @@ func (p *Plan) RunDirSpecFor(r RowSpec, cfg *config.Config, args []string, matri
 			Tasks: slices.Clone(p.Tasks), TaskSet: p.TaskSet,
 			ValidateTasks: slices.Clone(p.ValidateTasks), HeldOutTasks: slices.Clone(p.HeldOutTasks), Iterations: p.Iterations,
 			Condition: string(r.Condition), Policy: r.Policy.String(), Preset: r.Preset,
-			Lab: r.Lab, Agent: p.Agent, Seed: r.Seed, Offline: p.Offline,
+			Lab: r.Lab, Agent: p.Agent, Seed: r.Seed, Offline: p.Offline, Routing: string(r.Routing),
 		},
 		Config: cfg,
 		Meta:   config.RunMeta{Args: slices.Clone(args), Offline: p.Offline},

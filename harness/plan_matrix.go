@@ -33,6 +33,8 @@ type MatrixRow struct {
 	// only (see RowSpec).
 	Models map[string]map[string]any
 	Labs   map[string]map[string]any
+	// Routing is the row's routing; empty: crossed with the plan's values.
+	Routing conditions.Routing
 }
 
 // BaselineRows are the six baseline presets as matrix rows.
@@ -84,6 +86,9 @@ func expandRows(cfg *config.Config, rows []MatrixRow, seeds []int64) ([]RowSpec,
 		if err != nil {
 			return nil, fmt.Errorf("matrix row %q: %w", r.Name, err)
 		}
+		if err := checkRouting(rowCfg, lab, r.Condition, r.Policy, r.Routing.Or()); err != nil {
+			return nil, fmt.Errorf("matrix row %q: %w", r.Name, err)
+		}
 		rs := r.Seeds
 		if len(rs) == 0 {
 			rs = seeds
@@ -102,7 +107,7 @@ func expandRows(cfg *config.Config, rows []MatrixRow, seeds []int64) ([]RowSpec,
 			if slices.ContainsFunc(out, func(o RowSpec) bool { return o.Name == name }) {
 				return nil, fmt.Errorf("matrix row %q appears twice: give each row its own name", name)
 			}
-			out = append(out, RowSpec{Name: name, Preset: r.Preset, Condition: r.Condition, Policy: r.Policy, Lab: lab, Seed: s,
+			out = append(out, RowSpec{Name: name, Preset: r.Preset, Condition: r.Condition, Policy: r.Policy, Lab: lab, Seed: s, Routing: r.Routing.Or(),
 				ModelOverrides: r.Models, LabOverrides: r.Labs})
 		}
 	}
@@ -162,7 +167,7 @@ type MatrixFile struct {
 }
 
 // matrixFileKeys are the keys a matrix file may hold, exactly as spelled.
-var matrixFileKeys = []string{"name", "rows", "rows.name", "rows.preset", "rows.condition", "rows.skill_updates", "rows.lab", "rows.seeds",
+var matrixFileKeys = []string{"name", "rows", "rows.name", "rows.preset", "rows.condition", "rows.skill_updates", "rows.lab", "rows.seeds", "rows.routing",
 	"rows.models", "rows.labs"}
 
 // overrideTables are the tables under which a row's keys are the
@@ -183,8 +188,9 @@ type rawMatrixRow struct {
 	Seeds        []int64 `toml:"seeds"`
 	// Models and Labs are decoded as they are and checked as a layer of
 	// the configuration once the plan is built.
-	Models map[string]map[string]any `toml:"models"`
-	Labs   map[string]map[string]any `toml:"labs"`
+	Models  map[string]map[string]any `toml:"models"`
+	Labs    map[string]map[string]any `toml:"labs"`
+	Routing string                    `toml:"routing"`
 }
 
 // LoadMatrixFile reads and checks a custom matrix file.
@@ -223,7 +229,7 @@ func ParseMatrixFile(data []byte, file string) (*MatrixFile, error) {
 		if line := keyLine(data, k[len(k)-1]); line > 0 {
 			where += " line " + strconv.Itoa(line)
 		}
-		hint := "known keys: name, and per [[rows]]: name, preset, condition, skill_updates, lab, seeds, and the tables [rows.models.<key>] and [rows.labs.<name>]"
+		hint := "known keys: name, and per [[rows]]: name, preset, condition, skill_updates, lab, seeds, routing, and the tables [rows.models.<key>] and [rows.labs.<name>]"
 		if i := slices.IndexFunc(matrixFileKeys, func(s string) bool { return strings.EqualFold(s, ks) }); i >= 0 {
 			want := matrixFileKeys[i]
 			hint = fmt.Sprintf("keys are lower case: write %q", want[strings.LastIndex(want, ".")+1:])
@@ -306,6 +312,16 @@ func (rr rawMatrixRow) row() (MatrixRow, error) {
 		if name != lab {
 			return r, fmt.Errorf("[rows.labs.%s] changes a lab the row does not run: a row changes only its own lab (%s); write [rows.labs.%s], or set lab = %q", name, lab, lab, name)
 		}
+	}
+	if rr.Routing != "" {
+		routing, err := conditions.ParseRouting(rr.Routing)
+		if err != nil {
+			return r, err
+		}
+		r.Routing = routing
+	}
+	if err := conditions.ValidateRouting(r.Condition, r.Policy, r.Routing.Or()); err != nil {
+		return r, err
 	}
 	return r, nil
 }
@@ -396,6 +412,7 @@ func (p *Plan) WriteMatrixFile(w io.Writer) error {
 		if r.Lab != "" {
 			fmt.Fprintf(&b, "lab = %s\n", strconv.Quote(r.Lab))
 		}
+		fmt.Fprintf(&b, "routing = %s\n", strconv.Quote(string(r.Routing.Or())))
 		fmt.Fprintf(&b, "seeds = [%d]\n", r.Seed)
 		if err := writeOverrides(&b, "rows.models", r.ModelOverrides); err != nil {
 			return err

@@ -39,6 +39,9 @@ var (
 	kindAdvice   = callKind{Role: conditions.RoleAdvisor, Frame: 800, Inputs: 1500, Output: 100, Reads: conditions.RoleExecutor}
 	kindDraft    = callKind{Role: conditions.RolePlanner, Frame: 800, Inputs: 1500, Output: 1600, Reads: conditions.RoleExecutor}
 	kindReflect  = callKind{Role: conditions.RoleReflector, Frame: 900, Inputs: 2500, Output: 200}
+	// The Mediator's routing reads every student's proposals of an
+	// iteration, as a review reads a batch.
+	kindRoute = callKind{Role: conditions.RoleMediator, Frame: 700, Inputs: 1500, Output: 150, Reads: conditions.RoleExecutor}
 	// An Executor call sends the system prompt, the tools, the skill, the
 	// plan and the instruction, then the transcript so far: each call adds
 	// its tool result (ToolResult on average) to every call after it.

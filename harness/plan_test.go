@@ -43,7 +43,7 @@ func TestBuildRunPlanDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := RowSpec{Name: "learned_mediator", Condition: conditions.LearnedMediator, Policy: conditions.PolicyAll, Lab: config.DefaultLab, Seed: cfg.Experiment.Seed}
+	want := RowSpec{Name: "learned_mediator", Condition: conditions.LearnedMediator, Policy: conditions.PolicyAll, Lab: config.DefaultLab, Seed: cfg.Experiment.Seed, Routing: conditions.RoutingIsolated}
 	if len(p.Rows) != 1 || !reflect.DeepEqual(p.Rows[0], want) {
 		t.Errorf("rows = %+v, want [%+v]", p.Rows, want)
 	}

@@ -239,6 +239,9 @@ type taskOutcome struct {
 	// ownSkill names the student whose own skill the proposal is for;
 	// empty for the lab's skill.
 	ownSkill string
+	// evidence is what routing between students may pass on of the trial;
+	// nil when it gave no feedback.
+	evidence *studentEvidence
 	// warnings are the trial's trace warnings, as "task: message".
 	warnings []string
 	err      error
@@ -351,7 +354,9 @@ type iterationOutcome struct {
 	proposals []mediator.Proposal
 	// ownProposals are the proposals for students' own skills, by student.
 	ownProposals map[string][]mediator.Proposal
-	warnings     []string
+	// evidence is every student's evidence of the iteration, for routing.
+	evidence []studentEvidence
+	warnings []string
 	// err is the error that keeps the iteration from being checkpointed. A
 	// budget stop and any other error both do; another error wins, as it is
 	// what needs fixing.
@@ -383,6 +388,11 @@ func gatherOutcomes(outcomes []taskOutcome) iterationOutcome {
 			done.counts.scored++
 		}
 		done.rows = append(done.rows, o.row)
+		if o.evidence != nil {
+			ev := *o.evidence
+			ev.proposal = o.proposal
+			done.evidence = append(done.evidence, ev)
+		}
 		switch {
 		case o.proposal == nil:
 		case o.ownSkill != "":
@@ -402,15 +412,18 @@ func gatherOutcomes(outcomes []taskOutcome) iterationOutcome {
 // order, so its decisions do not depend on which trial finished first; then
 // it writes the iteration's metric rows and checkpoints.
 func (r *Run) closeIteration(ctx context.Context, it int, done iterationOutcome) error {
-	r.bufferProposals(r.labLine(), done.proposals)
-	for _, l := range r.lines {
-		r.bufferProposals(l, done.ownProposals[l.student])
-	}
 	coevo := r.Ledger.Tap(func(caller string) bool {
 		c, err := rundir.ParseCaller(caller)
 		return err == nil && c.Coevo()
 	})
 	defer coevo.Close()
+	if err := r.route(ctx, it, &done); err != nil {
+		return err
+	}
+	r.bufferProposals(r.labLine(), done.proposals)
+	for _, l := range r.lines {
+		r.bufferProposals(l, done.ownProposals[l.student])
+	}
 	updates, err := r.evolve(ctx, it)
 	if err != nil {
 		if ctx.Err() != nil {

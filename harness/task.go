@@ -298,6 +298,8 @@ func (t *taskRun) propose(ctx context.Context, feedback string, trace *executor.
 	if !t.r.Spec.Policy.Executor || feedback == "" || !t.lab() || allowed.Empty() {
 		return true
 	}
+	t.out.evidence = &studentEvidence{student: t.student, trialID: t.trialID, taskID: t.task.ID, iteration: t.it,
+		feedback: feedback, outcome: outcome(trace)}
 	in := mediator.ProposalInput{TaskID: t.task.ID, Iteration: t.it, Feedback: feedback,
 		FeedbackKind: string(t.r.Spec.Condition.ProposalFeedback())}
 	in.Instruction = shown(allowed, conditions.EvidenceInstruction, t.task.Instruction)

@@ -39,6 +39,35 @@ type Proposal struct {
 	// after: often the only outcome known when a batch is reviewed, since a
 	// batch may fill before the task is tried again.
 	Outcome Outcome `json:"outcome,omitzero"`
+	// From is, for an item routed from another student, that student, and
+	// FromTrial its trial; Routed is how it came (FormNote, FormProposal
+	// or FormPooled) and RouteReason why. Empty for a student's own.
+	From        string `json:"from,omitempty"`
+	FromTrial   string `json:"from_trial,omitempty"`
+	Routed      string `json:"routed,omitempty"`
+	RouteReason string `json:"route_reason,omitempty"`
+}
+
+// routeText says where a routed proposal came from, for a prompt; "" for
+// a student's own.
+func (pr Proposal) routeText() string {
+	if pr.From == "" {
+		return ""
+	}
+	var how string
+	switch pr.Routed {
+	case FormNote:
+		how = "a note the Mediator distilled from it"
+	case FormProposal:
+		how = "its proposal, forwarded by the Mediator"
+	default:
+		how = "its proposal, shared with every student"
+	}
+	s := fmt.Sprintf("from student %s (trial %s): %s\n", pr.From, pr.FromTrial, how)
+	if pr.RouteReason != "" {
+		s += "why it was routed: " + prompt.OneLine(pr.RouteReason) + "\n"
+	}
+	return s
 }
 
 // TrialReward is the reward of one usable trial of a task.
@@ -119,6 +148,7 @@ func (a *Advisor) Review(ctx context.Context, batchID, currentSkill string, batc
 func renderProposal(pr Proposal) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "id: %s\ntask: %s\niteration: %d\n", pr.ID, pr.TaskID, pr.Iteration)
+	b.WriteString(pr.routeText())
 	if pr.Outcome.Known() {
 		fmt.Fprintf(&b, "outcome of iteration %d: %s\n", pr.Iteration, pr.Outcome.Text())
 	}

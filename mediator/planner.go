@@ -424,6 +424,6 @@ func plannerFeedbackTitle(kind string) string {
 }
 
 func plannerProposal(pr Proposal) string {
-	return fmt.Sprintf("id: %s, task: %s, iteration: %d\n", pr.ID, pr.TaskID, pr.Iteration) + pr.laterText() +
+	return fmt.Sprintf("id: %s, task: %s, iteration: %d\n", pr.ID, pr.TaskID, pr.Iteration) + pr.routeText() + pr.laterText() +
 		pr.EditText(plannerMaxProposalChars)
 }

@@ -370,6 +370,9 @@ func describeRecord(path string, line []byte) string {
 			if h.Entry.Withheld {
 				s += " (withheld)"
 			}
+			if h.Entry.Kind == rundir.EntryRoute {
+				s += fmt.Sprintf(" (from %s to %s)", h.Entry.From, h.Entry.To)
+			}
 			return s
 		case "reward":
 			r := "-"

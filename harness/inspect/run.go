@@ -190,6 +190,9 @@ type (
 			Iteration int      `json:"iteration"`
 			Withheld  bool     `json:"withheld"`
 			Reward    *float64 `json:"reward"`
+			// From and To name the students a routed item went between.
+			From string `json:"from"`
+			To   string `json:"to"`
 		} `json:"entry"`
 		IDs       []string `json:"ids"`
 		Reward    *float64 `json:"reward"`

@@ -28,6 +28,7 @@ const (
 	CallerReflector  CallerKind = "reflector"   // coevo/reflector/<role>/i<NNNN>
 	CallerJudge      CallerKind = "judge"       // coevo/judge/<batch>
 	CallerMetaReview CallerKind = "meta_review" // coevo/meta_review/i<NNNN>
+	CallerRoute      CallerKind = "route"       // coevo/route/<student>/i<NNNN>
 )
 
 // coevoSegment starts the path of co-evolution work, which runs between
@@ -111,11 +112,17 @@ func ReflectorCaller(role conditions.Role, it int) Caller {
 	return Caller{Kind: CallerReflector, Role: role, Iteration: it}
 }
 
+// RouteCaller charges the Mediator's routing of other students' evidence
+// to student after iteration it.
+func RouteCaller(student string, it int) Caller {
+	return Caller{Kind: CallerRoute, Student: student, Iteration: it}
+}
+
 // Coevo reports whether the call is co-evolution work, done between
 // iterations rather than in a trial.
 func (c Caller) Coevo() bool {
 	switch c.Kind {
-	case CallerAdvisor, CallerDraft, CallerValidation, CallerReflector, CallerJudge, CallerMetaReview:
+	case CallerAdvisor, CallerDraft, CallerValidation, CallerReflector, CallerJudge, CallerMetaReview, CallerRoute:
 		return true
 	}
 	return false
@@ -148,6 +155,10 @@ func (c Caller) String() string {
 		if c.Role != "" {
 			segs = append(segs, string(c.Role), "i"+iterationName(c.Iteration))
 		}
+	case CallerRoute:
+		if c.Student != "" {
+			segs = append(segs, c.Student, "i"+iterationName(c.Iteration))
+		}
 	}
 	return strings.Join(segs, "/")
 }
@@ -171,6 +182,8 @@ func (c Caller) ModelRole() conditions.Role {
 		return r
 	}
 	switch c.Kind {
+	case CallerRoute:
+		return conditions.RoleMediator
 	case CallerDraft:
 		return conditions.RolePlanner
 	case CallerMetaReview:
@@ -186,7 +199,7 @@ func (c Caller) ModelRole() conditions.Role {
 // number is the checkpoint it scores) and for a validation trial; the
 // iteration alone for a reflection; neither for a batch.
 func (c Caller) Scope() (task string, iteration int) {
-	if c.Kind == CallerReflector || c.Kind == CallerMetaReview {
+	if c.Kind == CallerReflector || c.Kind == CallerMetaReview || c.Kind == CallerRoute {
 		return "", c.Iteration
 	}
 	t, ok := parseTrialID(c.Trial)
@@ -226,7 +239,7 @@ func ParseCaller(path string) (Caller, error) {
 	}
 	if segs[0] == coevoSegment {
 		if len(segs) == 1 {
-			return Caller{}, callerError(path, "names no co-evolution step (advisor, draft, judge, validation, reflector or meta_review)")
+			return Caller{}, callerError(path, "names no co-evolution step (advisor, draft, judge, validation, reflector, meta_review or route)")
 		}
 		return parseCoevo(path, CallerKind(segs[1]), segs[2:])
 	}
@@ -236,7 +249,7 @@ func ParseCaller(path string) (Caller, error) {
 func callerError(path, what string) error {
 	return fmt.Errorf("caller path %q %s; want planner/<trial>[/proposal], executor/<student>/<trial>[/<agent>], "+
 		"mediator/<trial>, compactor/<trial>, coevo/advisor/<batch>, coevo/draft/<batch>[/<candidate>], coevo/judge/<batch>, "+
-		"coevo/validation/<trial>[/<agent>], coevo/reflector/<role>/i<NNNN> or coevo/meta_review/i<NNNN>", path, what)
+		"coevo/validation/<trial>[/<agent>], coevo/reflector/<role>/i<NNNN>, coevo/meta_review/i<NNNN> or coevo/route/<student>/i<NNNN>", path, what)
 }
 
 // parseTrialWork reads the path of a role's work on one trial; rest
@@ -341,6 +354,18 @@ func parseCoevo(path string, kind CallerKind, rest []string) (Caller, error) {
 			c.Role, c.Iteration = conditions.Role(rest[0]), atoi(m[1])
 		default:
 			return Caller{}, callerError(path, "needs both the skill's role and the iteration after reflector")
+		}
+	case CallerRoute:
+		switch len(rest) {
+		case 0:
+		case 2:
+			m := iterationSegment.FindStringSubmatch(rest[1])
+			if m == nil {
+				return Caller{}, callerError(path, fmt.Sprintf("has %q where the iteration (i<NNNN>) belongs", rest[1]))
+			}
+			c.Student, c.Iteration = rest[0], atoi(m[1])
+		default:
+			return Caller{}, callerError(path, "needs both the student and the iteration after route")
 		}
 	default:
 		return Caller{}, callerError(path, fmt.Sprintf("names %q, which is no co-evolution step", kind))

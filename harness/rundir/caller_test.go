@@ -29,6 +29,8 @@ func TestCallerRoundTrip(t *testing.T) {
 		{"tournament candidate draft", CandidateCaller("b002", "c3"), "coevo/draft/b002/c3"},
 		{"judge", JudgeCaller("s1b004"), "coevo/judge/s1b004"},
 		{"meta-review", MetaReviewCaller(12), "coevo/meta_review/i0012"},
+		{"route", RouteCaller("weak", 3), "coevo/route/weak/i0003"},
+		{"bare route", Caller{Kind: CallerRoute}, "coevo/route"},
 		{"bare planner", Caller{Kind: CallerPlanner}, "planner"},
 		{"bare executor", Caller{Kind: CallerExecutor}, "executor"},
 		{"bare advisor", Caller{Kind: CallerAdvisor}, "coevo/advisor"},
@@ -76,6 +78,8 @@ func TestParseCallerRejectsMalformed(t *testing.T) {
 		{"coevo/validation/vb001-candidate-a-k0/code/x", "too many segments for validation"},
 		{"coevo/reflector/executor", "needs both the skill's role and the iteration"},
 		{"coevo/reflector/executor/7", `"7" where the iteration`},
+		{"coevo/route/weak", "needs both the student and the iteration"},
+		{"coevo/route/weak/3", `"3" where the iteration`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {

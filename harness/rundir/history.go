@@ -18,7 +18,11 @@ const (
 	EntryProposal = "proposal"
 	EntryReport   = "report"
 	EntryNote     = "note"
-	AuthorHuman   = "human"
+	// EntryRoute is an item of one student's evidence that reached
+	// another student's own executor skill under pooled or mediated
+	// routing.
+	EntryRoute  = "route"
+	AuthorHuman = "human"
 )
 
 // Entry is one Planner or Mediator output in the history. Its outcome
@@ -48,6 +52,15 @@ type Entry struct {
 	// Trial is the outcome of the entry's own trial (the one a plan
 	// guided, or a report or proposal is about); nil when none ran.
 	Trial *TrialOutcome `json:"trial,omitempty"`
+
+	// From and To are, for a routed item (kind route), the student whose
+	// trial (TrialID) it came from and the student whose own skill it
+	// reached; Form is how it travelled (note, proposal, or pooled) and
+	// Reason why, in the Mediator's words under mediated routing.
+	From   string `json:"from,omitempty"`
+	To     string `json:"to,omitempty"`
+	Form   string `json:"form,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // TrialOutcome is the verifier's verdict on one trial.

@@ -60,9 +60,12 @@ type Manifest struct {
 	Policy              string   `json:"skill_update_policy,omitempty"`
 	Preset              string   `json:"baseline_preset,omitempty"`
 	Lab                 string   `json:"lab,omitempty"`
-	Agent               string   `json:"agent,omitempty"`
-	Seed                int64    `json:"seed"`
-	Seeds               []int64  `json:"seeds,omitempty"`
+	// Routing is the row's routing between students (isolated, pooled or
+	// mediated); empty in a run from before routing, which is isolated.
+	Routing string  `json:"routing,omitempty"`
+	Agent   string  `json:"agent,omitempty"`
+	Seed    int64   `json:"seed"`
+	Seeds   []int64 `json:"seeds,omitempty"`
 	// Offline marks results of the offline provider: tests of the
 	// machinery, never evidence.
 	Offline bool `json:"offline"`

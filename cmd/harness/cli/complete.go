@@ -45,6 +45,15 @@ func completeConditions(_ *cobra.Command, _ []string, _ string) ([]cobra.Complet
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
+// completeRoutings completes a routing value.
+func completeRoutings(_ *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	var out []cobra.Completion
+	for _, r := range conditions.Routings() {
+		out = append(out, string(r))
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
 // completePolicies completes one entry of a comma list: the prefix typed
 // so far is kept.
 func completePolicies(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {

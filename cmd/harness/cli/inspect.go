@@ -40,6 +40,8 @@ type InspectOptions struct {
 	// Tournament shows the run's tournaments: candidates, ratings and how
 	// the ratings foretold the validated gains.
 	Tournament bool
+	// Routing lists the items routed between students.
+	Routing bool
 }
 
 // MatrixView is what `harness inspect MATRIX` prints without --compare.
@@ -81,6 +83,9 @@ the mean reward, the trials, and the trials without a reward by status.
 candidate with its operator, parents, Elo rating, rank and validated gain, the rank
 correlation between rating and gain with a 95% interval (or why it cannot be estimated),
 and the validation trials spent and saved against validating every candidate.
+--routing lists the items routed between students under pooled or mediated routing, one
+line each: iteration, from, to, task, the source trial, form, whether a batch holding it
+was adopted, and the reason. With --json, a list of objects (empty under isolated).
 
 --follow tails a live run or matrix from its files until it stops. --json everywhere.`,
 		Example: `  harness inspect
@@ -127,6 +132,9 @@ func checkInspectFlags(cmd *cobra.Command, o *InspectOptions) error {
 	if o.Compare && o.Follow {
 		return usagef("--compare and --follow do not combine")
 	}
+	if o.Routing && (o.Dir == "" || o.Compare || o.Follow || o.Calls || o.Tasks) {
+		return usagef("--routing needs a run or matrix directory and does not combine with --compare, --follow, --calls or --tasks")
+	}
 	if o.Tasks && (o.Dir == "" || o.Compare || o.Follow || o.Calls) {
 		return usagef("--tasks needs a run or matrix directory and does not combine with --compare, --follow or --calls")
 	}
@@ -168,6 +176,7 @@ func addInspectFlags(cmd *cobra.Command, o *InspectOptions) {
 	fl.BoolVar(&o.Follow, "follow", false, "tail a live run or matrix until it stops")
 	fl.DurationVar(&o.Interval, "interval", inspect.DefaultFollowInterval, "with --follow: how often to look for news")
 	fl.BoolVar(&o.Tasks, "tasks", false, "print the per-task table (task x row: mean reward, trials, failures by status)")
+	fl.BoolVar(&o.Routing, "routing", false, "list the items routed between students: from, to, iteration, task, trial, form, reason, adopted")
 	fl.BoolVar(&o.Calls, "calls", false, "list the run's model calls")
 	fl.BoolVar(&o.Tournament, "tournament", false, "show the run's candidate tournaments: operators, parents, ratings, the rating-gain correlation and the validation trials saved")
 	fl.StringVar(&o.CallFilter.Role, "role", "", "with --calls: only this role's calls")
@@ -221,6 +230,17 @@ func runTournament(o *InspectOptions) error {
 	return rep.WriteText(o.IO.Out, isTerminal(o.IO.Out))
 }
 
+func runRouting(o *InspectOptions) error {
+	items, err := inspect.Routing(o.Dir)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return inspect.WriteJSON(o.IO.Out, items)
+	}
+	return inspect.WriteRoutingText(o.IO.Out, items)
+}
+
 func runTasks(o *InspectOptions) error {
 	grid, err := inspect.Tasks(o.Dir)
 	if err != nil {
@@ -258,6 +278,8 @@ func runInspect(ctx context.Context, o *InspectOptions) error {
 		return runCalls(o)
 	case o.Tournament:
 		return runTournament(o)
+	case o.Routing:
+		return runRouting(o)
 	case o.Tasks:
 		return runTasks(o)
 	case o.Compare:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness"
 	"github.com/mediated-coevo/harness/harness/launch"
@@ -19,6 +20,9 @@ type MatrixOptions struct {
 	Presets    []string // empty (and no MatrixFile): the six baseline rows
 	MatrixFile string
 	Seeds      []int64 // every row runs once per seed
+	// Routing are the routing values every row without its own is crossed
+	// with (--routing); empty: [experiment] routing.
+	Routing []string
 	// Launcher is where the rows run, local or slurm ("": [launcher]
 	// kind); Detach returns once a Slurm array is submitted.
 	Launcher string
@@ -73,7 +77,7 @@ exits with code 2, names the row and the rule, and creates nothing.`,
 			o.IO, o.Execute, o.Resolver, o.Getenv, o.Preflight = f.IO, f.planRunner(), f.Resolver, f.Getenv, f.Preflight
 			o.Scheduler, o.Executable = f.Scheduler, f.Executable
 			o.Args = commandLine(cmd)
-			if err := o.checkFlags(cmd.Flags(), []string{"preset", "matrix", "seeds"}); err != nil {
+			if err := o.checkFlags(cmd.Flags(), []string{"preset", "matrix", "seeds", "routing"}); err != nil {
 				return err
 			}
 			if err := o.checkLaunchFlags(); err != nil {
@@ -97,6 +101,8 @@ exits with code 2, names the row and the rule, and creates nothing.`,
 	fl.StringSliceVar(&o.Presets, "preset", nil, "rows from presets, comma separated: "+presetNames())
 	fl.StringVar(&o.MatrixFile, "matrix", "", "custom matrix file (TOML, see above)")
 	fl.Int64SliceVar(&o.Seeds, "seeds", nil, "run every row once per seed, comma separated (default: --seed)")
+	fl.StringSliceVar(&o.Routing, "routing", nil, "routing between students, comma separated: every row without its own routing runs once per value (isolated, pooled, mediated; default: [experiment] routing)")
+	_ = cmd.RegisterFlagCompletionFunc("routing", completeRoutings)
 	fl.StringVar(&o.Launcher, "launcher", "", "where the rows run: local (this process) or slurm (one job-array element per row and seed; default from [launcher] kind)")
 	fl.BoolVar(&o.Detach, "detach", false, "with --launcher slurm: return once the job array is submitted, printing its job id (with --json: the directory and the job)")
 	fl.StringVar(&o.Row, "row", "", "with --resume: run only this row of the matrix (what each Slurm array element runs)")
@@ -117,6 +123,13 @@ func runMatrix(ctx context.Context, o *MatrixOptions) error {
 	popts.Agent = harness.AgentLab
 	if len(o.Seeds) > 0 {
 		popts.Seeds = o.Seeds
+	}
+	for _, v := range o.Routing {
+		r, err := conditions.ParseRouting(v)
+		if err != nil {
+			return UsageError(err)
+		}
+		popts.Routing = append(popts.Routing, r)
 	}
 	if o.Resume == "" {
 		switch {

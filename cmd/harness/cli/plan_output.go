@@ -41,9 +41,9 @@ func writePlanText(w io.Writer, p *harness.Plan) error {
 func writePlanRows(b *strings.Builder, p *harness.Plan) {
 	b.WriteString("Rows:\n")
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  ROW\tCONDITION\tSKILL UPDATES\tLAB\tSEED")
+	fmt.Fprintln(tw, "  ROW\tCONDITION\tSKILL UPDATES\tLAB\tROUTING\tSEED")
 	for _, r := range p.Rows {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\n", r.Name, r.Condition, r.Policy, r.Lab, r.Seed)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\n", r.Name, r.Condition, r.Policy, r.Lab, r.Routing.Or(), r.Seed)
 	}
 	tw.Flush()
 	// Rows with their own models, and what they run instead.

@@ -17,6 +17,8 @@ type RunOptions struct {
 	SkillUpdates string
 	Lab          string // empty: the default lab
 	Agent        string
+	// Routing is --routing; empty: [experiment] routing.
+	Routing string
 }
 
 // NewCmdRun builds `harness run`. runF replaces the real work in tests.
@@ -40,7 +42,7 @@ prices under a dollar budget); a problem exits with code 2 and creates nothing.`
 			setOptional()
 			o.IO, o.Execute, o.Resolver, o.Getenv, o.Preflight = f.IO, f.planRunner(), f.Resolver, f.Getenv, f.Preflight
 			o.Args = commandLine(cmd)
-			if err := o.checkFlags(cmd.Flags(), []string{"condition", "skill-updates", "lab", "agent"}); err != nil {
+			if err := o.checkFlags(cmd.Flags(), []string{"condition", "skill-updates", "lab", "agent", "routing"}); err != nil {
 				return err
 			}
 			o.checkModelFreeAgent(cmd.Flags())
@@ -57,6 +59,8 @@ prices under a dollar budget); a problem exits with code 2 and creates nothing.`
 	fl.StringVar(&o.SkillUpdates, "skill-updates", "all", "skills that may change: none, all, or a comma list of executor, planner, mediator")
 	fl.StringVar(&o.Lab, "lab", "", "lab from the configuration (default \"default\")")
 	fl.StringVar(&o.Agent, "agent", harness.AgentLab, "agent doing the tasks: lab, oracle (reference solution), nop, or an installed agent ([agents.<name>] or a preset such as claude-code, codex)")
+	fl.StringVar(&o.Routing, "routing", "", "how students' evidence reaches each other's own executor skills: isolated, pooled or mediated (default: [experiment] routing)")
+	_ = cmd.RegisterFlagCompletionFunc("routing", completeRoutings)
 	_ = cmd.RegisterFlagCompletionFunc("condition", completeConditions)
 	_ = cmd.RegisterFlagCompletionFunc("skill-updates", completePolicies)
 	_ = cmd.RegisterFlagCompletionFunc("agent", completeInstalledAgents)
@@ -85,6 +89,13 @@ func runRun(ctx context.Context, o *RunOptions) error {
 			return UsageError(err)
 		}
 		popts.Condition, popts.Policy = cond, pol
+		if o.Routing != "" {
+			r, err := conditions.ParseRouting(o.Routing)
+			if err != nil {
+				return UsageError(err)
+			}
+			popts.Routing = []conditions.Routing{r}
+		}
 		// The plan checks the design rules, then lists the tasks.
 		popts.ListTasks = func() (ids []string, set string, err error) {
 			ids, set, notes, listErr = o.resolveTasks(ctx, cfg)

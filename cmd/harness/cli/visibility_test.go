@@ -96,6 +96,18 @@ func labServer(t *testing.T) *llmtest.Server {
 			return reply(llmtest.JSON(map[string]any{"note": "- Edits keep restating the same check."}))
 		case "reflection":
 			return reply(llmtest.JSON(map[string]any{"no_change": true, "content": "", "reasoning": "the pairs show no pattern"}))
+		case "route":
+			// Route the first item of the other students as a note.
+			routes := []map[string]any{}
+			text := requestText(q)
+			if i := strings.Index(text, "the items you may route"); i >= 0 {
+				if _, rest, ok := strings.Cut(text[i:], "item: "); ok {
+					id, _, _ := strings.Cut(rest, "\n")
+					routes = append(routes, map[string]any{"item": id, "form": "note",
+						"note": "Check the answer file before you submit.", "reason": "the other student's trial holds a lesson"})
+				}
+			}
+			return reply(llmtest.JSON(map[string]any{"routes": routes, "reasoning": "routed what the student lacks"}))
 		case "trace_summary":
 			// A faithful summariser keeps the assertion message it was
 			// shown, so what it passes on follows what it received.
@@ -149,20 +161,51 @@ func agentStep(q llmtest.Request) llmtest.Reply {
 	return llmtest.ToolCall("run-1", "run_command", string(args))
 }
 
-// leakRows is a custom matrix: every condition, with the widest skill-update
-// policy its design rules allow, in each lab.
-func leakRows(labs ...string) string {
+// leakRow is one row of the leak matrix.
+type leakRow struct {
+	name, policy, lab string
+	cond              conditions.Condition
+	routing           conditions.Routing
+}
+
+// routedLab is the lab of two students with their own executor skills,
+// whose rows cross the conditions that evolve executor skills with every
+// routing that passes evidence between students.
+const routedLab = "students"
+
+// leakMatrix is every condition, with the widest skill-update policy its
+// design rules allow, in each lab; in routedLab, the conditions with
+// executor updates under pooled and mediated routing.
+func leakMatrix(labs ...string) []leakRow {
 	policies := map[conditions.Condition]string{
 		conditions.NoFeedback: "none", conditions.FullTraces: "executor,planner", conditions.SharedNotes: "planner",
 		conditions.StaticMediator: "executor,planner", conditions.LearnedMediator: "all",
 	}
-	var b strings.Builder
-	b.WriteString("name = \"visibility\"\n")
+	var rows []leakRow
 	for _, lab := range labs {
 		for _, c := range conditions.All() {
-			fmt.Fprintf(&b, "[[rows]]\nname = %q\ncondition = %q\nskill_updates = %q\nlab = %q\n",
-				string(c)+"-"+lab, c, policies[c], lab)
+			if lab != routedLab {
+				rows = append(rows, leakRow{name: string(c) + "-" + lab, policy: policies[c], lab: lab, cond: c, routing: conditions.RoutingIsolated})
+				continue
+			}
+			if !strings.Contains(policies[c], "executor") && policies[c] != "all" {
+				continue
+			}
+			for _, r := range []conditions.Routing{conditions.RoutingPooled, conditions.RoutingMediated} {
+				rows = append(rows, leakRow{name: string(c) + "-" + lab + "-" + string(r), policy: policies[c], lab: lab, cond: c, routing: r})
+			}
 		}
+	}
+	return rows
+}
+
+// leakRows is the leak matrix as a matrix file.
+func leakRows(labs ...string) string {
+	var b strings.Builder
+	b.WriteString("name = \"visibility\"\n")
+	for _, r := range leakMatrix(labs...) {
+		fmt.Fprintf(&b, "[[rows]]\nname = %q\ncondition = %q\nskill_updates = %q\nlab = %q\nrouting = %q\n",
+			r.name, r.cond, r.policy, r.lab, r.routing)
 	}
 	return b.String()
 }
@@ -186,6 +229,8 @@ func leakConfig(t *testing.T, srv *llmtest.Server, level conditions.VerifierFeed
 		fmt.Fprintf(&b, "[models.%s]\nbase_url = %q\napi_key_env = \"HARNESS_LEAK_TEST_KEY\"\nmodel = \"test/%s\"\nmax_retries = 0\ncontext_tokens = 65536\n",
 			role, srv.URL(), role)
 	}
+	fmt.Fprintf(&b, "[labs.%s]\nassignment = \"all\"\n[labs.%s.students.one]\nown_skill = true\n[labs.%s.students.two]\nown_skill = true\n",
+		routedLab, routedLab, routedLab)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "default.toml"), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -195,6 +240,9 @@ func leakConfig(t *testing.T, srv *llmtest.Server, level conditions.VerifierFeed
 
 // consumerOf names the kind of model call a call record is.
 func consumerOf(c rundir.CallRecord) conditions.Consumer {
+	if c.Role == string(conditions.RoleMediator) && llm.Kind(c.Kind) == "route" {
+		return conditions.ConsumerRouter
+	}
 	if c.Role == string(conditions.RolePlanner) {
 		switch llm.Kind(c.Kind) {
 		case "proposal":
@@ -233,19 +281,17 @@ func runLeakMatrix(t *testing.T, level conditions.VerifierFeedback, labs ...stri
 	settings := map[string]conditions.Setting{}
 	calls := map[string][]rundir.CallRecord{}
 	total := 0
-	for _, lab := range labs {
-		for _, c := range conditions.All() {
-			row := string(c) + "-" + lab
-			settings[row] = conditions.Setting{Condition: c, Verifier: level}
-			err := rundir.ReadCalls(filepath.Join(matrices[0], row, rundir.CallsFile), func(rec rundir.CallRecord) error {
-				calls[row] = append(calls[row], rec)
-				return nil
-			})
-			if err != nil {
-				t.Fatalf("row %s: %v", row, err)
-			}
-			total += len(calls[row])
+	for _, lr := range leakMatrix(labs...) {
+		row := lr.name
+		settings[row] = conditions.Setting{Condition: lr.cond, Verifier: level, Routing: lr.routing}
+		err := rundir.ReadCalls(filepath.Join(matrices[0], row, rundir.CallsFile), func(rec rundir.CallRecord) error {
+			calls[row] = append(calls[row], rec)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("row %s: %v", row, err)
 		}
+		total += len(calls[row])
 	}
 	if total != srv.Count() {
 		t.Errorf("the call logs hold %d records, the server answered %d requests", total, srv.Count())
@@ -319,7 +365,7 @@ func recordText(t *testing.T, c rundir.CallRecord) string {
 // requests the endpoint received, not in the run's call log.
 func TestVerifierDiagnosticsReachNoModelByDefault(t *testing.T) {
 	dockerForTest(t)
-	_, calls, srv := runLeakMatrix(t, conditions.VerifierTests, "default", "hierarchical")
+	_, calls, srv := runLeakMatrix(t, conditions.VerifierTests, "default", "hierarchical", routedLab)
 	for i, q := range srv.Requests() {
 		if strings.Contains(string(q.Raw), leakMarker) {
 			t.Errorf("request %d to %s carries the verifier's marker", i, q.Chat.Model)
@@ -338,7 +384,7 @@ func TestVerifierDiagnosticsReachNoModelByDefault(t *testing.T) {
 	// trial's evidence was asked.
 	for _, c := range []conditions.Consumer{conditions.ConsumerPlannerPlan, conditions.ConsumerPlannerProposal,
 		conditions.ConsumerPlannerDraft, conditions.ConsumerExecutor, conditions.ConsumerCode, conditions.ConsumerMediator,
-		conditions.ConsumerAdvisor, conditions.ConsumerReflector} {
+		conditions.ConsumerRouter, conditions.ConsumerAdvisor, conditions.ConsumerReflector} {
 		if !seen[c] {
 			t.Errorf("no %s call was made: the matrix does not exercise it", c)
 		}
@@ -349,7 +395,7 @@ func TestVerifierDiagnosticsReachNoModelByDefault(t *testing.T) {
 // exactly the kinds of call the contract allows it, and no other.
 func TestVerifierDiagnosticsReachExactlyTheContractsRoles(t *testing.T) {
 	dockerForTest(t)
-	settings, calls, _ := runLeakMatrix(t, conditions.VerifierDiagnostics, "default")
+	settings, calls, _ := runLeakMatrix(t, conditions.VerifierDiagnostics, "default", routedLab)
 	made := map[conditions.Consumer]bool{}
 	for _, recs := range calls {
 		for _, c := range recs {
