@@ -131,6 +131,7 @@ type fileLayer struct {
 	Mediator        *Mediator                 `toml:"mediator"`
 	Evaluation      *Evaluation               `toml:"evaluation"`
 	Stats           *Stats                    `toml:"stats"`
+	Network         *Network                  `toml:"network"`
 	Launcher        *Launcher                 `toml:"launcher"`
 	Agents          map[string]Agent          `toml:"agents"`
 }
@@ -160,6 +161,7 @@ func decodeLayer(c *Config, data []byte, file string, inherit bool) (*layerMeta,
 		Mediator:        &c.Mediator,
 		Evaluation:      &c.Evaluation,
 		Stats:           &c.Stats,
+		Network:         &c.Network,
 		Launcher:        &c.Launcher,
 	}
 	lmd, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&layer)

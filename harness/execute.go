@@ -41,6 +41,10 @@ type ExecOptions struct {
 	Events      func(Event)
 	// OnStart, when set, is told the directory as soon as it exists.
 	OnStart func(dir string)
+	// Barrier, when set, gives each row of a matrix its diffusion barrier
+	// (a network experiment). Its rows then all run at once, since the labs
+	// of a barrier wait for each other; -j still caps the trials in flight.
+	Barrier func(row RowSpec) BarrierFunc
 }
 
 // RowOutcome is how one row of a plan ended.
@@ -143,7 +147,11 @@ func (ex *planExecution) prepareRow(base, dirName string, row RowSpec, matrixID 
 		return nil, err
 	}
 	dst := filepath.Join(d.Path, rundir.SkillsDir)
-	if src := ex.cfg.Experiment.SkillsDir; src != "" {
+	src := ex.cfg.Experiment.SkillsDir
+	if lab, err := ex.cfg.Lab(row.Lab); err == nil && lab.SkillsDir != "" {
+		src = lab.SkillsDir // a lab of a network keeps its own tree
+	}
+	if src != "" {
 		err = skills.CopyTree(src, dst)
 	} else {
 		err = skills.WriteDefaults(dst)
@@ -210,6 +218,9 @@ func (ex *planExecution) runRow(ctx context.Context, d *rundir.Dir, row RowSpec,
 		ForceResume: ex.opts.ForceResume, Meta: ex.meta(), ValidationPool: ex.pool, Trials: ex.trials, NewAgent: newAgent,
 		Clients: clients, Calls: calls, Ledger: ledger, Events: ex.opts.Events,
 		ValidateSplit: ex.opts.ValidateSplit, HeldOut: ex.opts.HeldOut, EvalTrials: p.EvalTrials}
+	if ex.opts.Barrier != nil {
+		run.Barrier = ex.opts.Barrier(row)
+	}
 	if matrixID != "" {
 		run.MatrixLedger = ex.ledger
 	}
@@ -380,6 +391,9 @@ func (ex *planExecution) runRows(ctx context.Context, md *rundir.Dir) []RowOutco
 	p := ex.opts.Plan
 	rows := make([]RowOutcome, len(p.Rows))
 	sem := make(chan struct{}, max(1, p.Concurrency))
+	if ex.opts.Barrier != nil {
+		sem = make(chan struct{}, len(p.Rows))
+	}
 	ex.trials = capTrials(ex.trials, p.Concurrency)
 	var wg sync.WaitGroup
 	for i, row := range p.Rows {

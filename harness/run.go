@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,6 +78,9 @@ type Run struct {
 	MatrixLedger *llm.Ledger
 	// Events receives progress; it may be nil.
 	Events func(Event)
+	// Barrier, when set, is the diffusion barrier of a network experiment,
+	// called after each iteration's evolution steps (see BarrierFunc).
+	Barrier BarrierFunc
 
 	st          *State
 	history     *rundir.History
@@ -406,7 +410,15 @@ func (r *Run) closeIteration(ctx context.Context, it int, done iterationOutcome)
 		return err == nil && c.Coevo()
 	})
 	defer coevo.Close()
+	before, err := r.exchangeBefore()
+	if err != nil {
+		return err
+	}
+	pending := slices.Clone(r.st.Buffer)
 	updates, err := r.evolve(ctx, it)
+	if err == nil {
+		err = r.diffuse(ctx, it, before, pending)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
