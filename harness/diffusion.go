@@ -2,8 +2,11 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"slices"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/harness/rundir"
@@ -11,98 +14,128 @@ import (
 	"github.com/mediated-coevo/harness/mediator"
 )
 
-// Exchange is what a lab hands its diffusion barrier once an iteration's
-// evolution steps are done: what it adopted and what its Mediator reported.
+// Exchange is what a lab hands its diffusion barrier: what it adopted and
+// what its Mediator reported since the previous barrier.
 type Exchange struct {
-	Lab       string
-	Seed      int64
-	Iteration int
-	// Adopted is set when the lab's executor skill changed this iteration:
-	// the text before and after, and their hashes.
+	Lab  string
+	Seed int64
+	// Since and Iteration bound the window, both included.
+	Since, Iteration int
+	// Adopted is set when the lab's executor skill changed in the window.
 	Adopted *SkillChange
-	// Reports are the Mediator's reports written this iteration.
+	// Reports are the Mediator's reports written in the window.
 	Reports []ReportItem
-	// Skill is the lab's executor skill as it now is.
-	Skill string
 	// Share asks the lab's own Mediator what to send one neighbour (the
 	// mediated treatment), and says what the call cost.
 	Share func(ctx context.Context, in mediator.ShareInput) (mediator.ShareAnswer, llm.Usage, error)
 }
 
-// SkillChange is one adopted change of the lab's executor skill.
+// SkillChange is how the lab's executor skill changed in a window.
 type SkillChange struct {
 	Old, New         string
 	OldHash, NewHash string
-	// TaskIDs are the tasks whose proposals the change came from.
-	TaskIDs []string
+	// Provenance are the ids of the adoptions, oldest first.
+	Provenance []string
 }
 
-// ReportItem is one Mediator report of an iteration.
+// Added is the lines of New that Old lacks, in order: what a neighbour
+// would append to take the change.
+func (c SkillChange) Added() string {
+	had := map[string]bool{}
+	for _, l := range strings.Split(c.Old, "\n") {
+		had[strings.TrimSpace(l)] = true
+	}
+	var out []string
+	for _, l := range strings.Split(c.New, "\n") {
+		if t := strings.TrimSpace(l); t != "" && !had[t] {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// ReportItem is one Mediator report.
 type ReportItem struct {
-	EntryID string
-	TaskID  string
-	Content string
+	EntryID   string
+	TaskID    string
+	Iteration int
+	Content   string
 }
 
-// BarrierFunc is called after each iteration's evolution steps and before
-// its checkpoint. The proposals it returns enter the lab's executor-skill
-// buffer, so they change the skill only through the lab's own Advisor and
-// gate; they are checkpointed with the iteration, so a crash before the
-// checkpoint runs the iteration, and the barrier, again.
+// BarrierFunc is called after an iteration's evolution steps and before its
+// checkpoint, every Run.BarrierInterval iterations. The proposals it returns
+// enter the lab's executor-skill buffer, so they change the skill only
+// through the lab's own Advisor and gate. They are checkpointed with the
+// iteration: a crash before the checkpoint runs the iteration, and the
+// barrier, again, and nothing is taken twice.
 type BarrierFunc func(ctx context.Context, x Exchange) ([]mediator.Proposal, error)
 
-// exchangeBefore is the lab's executor skill when an iteration's evolution
-// steps begin.
-func (r *Run) exchangeBefore() (*skillSnapshot, error) {
-	if r.Barrier == nil {
-		return nil, nil
-	}
-	s, err := r.store.Read(conditions.RoleExecutor)
-	if err != nil {
-		return nil, fmt.Errorf("read the executor skill before evolution: %w", err)
-	}
-	return &skillSnapshot{text: string(s.Content), hash: s.Hash}, nil
-}
-
-type skillSnapshot struct{ text, hash string }
-
-// diffuse calls the barrier with the iteration's exchange and buffers what
-// it returns.
-func (r *Run) diffuse(ctx context.Context, it int, before *skillSnapshot, batch []mediator.Proposal) error {
-	if r.Barrier == nil {
+// diffuse calls the barrier when one is due and buffers what it returns.
+func (r *Run) diffuse(ctx context.Context, it int) error {
+	every := max(1, r.BarrierInterval)
+	if r.Barrier == nil || it%every != 0 {
 		return nil
 	}
-	x := Exchange{Lab: r.Spec.Lab, Seed: r.Spec.Seed, Iteration: it}
-	now, err := r.store.Read(conditions.RoleExecutor)
-	if err != nil {
-		return fmt.Errorf("read the executor skill after evolution: %w", err)
+	x := Exchange{Lab: r.Spec.Lab, Seed: r.Spec.Seed, Since: it - every + 1, Iteration: it}
+	var err error
+	if x.Adopted, err = r.adoptedSince(x.Since, it); err != nil {
+		return err
 	}
-	x.Skill = string(now.Content)
-	if now.Hash != before.hash {
-		ch := &SkillChange{Old: before.text, New: x.Skill, OldHash: before.hash, NewHash: now.Hash}
-		for _, p := range batch {
-			if !slices.Contains(ch.TaskIDs, p.TaskID) {
-				ch.TaskIDs = append(ch.TaskIDs, p.TaskID)
-			}
-		}
-		x.Adopted = ch
+	for _, e := range r.history.Entries(func(e *rundir.Entry) bool {
+		return e.Kind == rundir.EntryReport && e.Iteration >= x.Since && e.Iteration <= it && strings.TrimSpace(e.Content) != ""
+	}) {
+		x.Reports = append(x.Reports, ReportItem{EntryID: e.ID, TaskID: e.TaskID, Iteration: e.Iteration, Content: e.Content})
 	}
-	for _, e := range r.history.Entries(func(e *rundir.Entry) bool { return e.Kind == rundir.EntryReport && e.Iteration == it }) {
-		x.Reports = append(x.Reports, ReportItem{EntryID: e.ID, TaskID: e.TaskID, Content: e.Content})
-	}
-	x.Share = func(ctx context.Context, in mediator.ShareInput) (mediator.ShareAnswer, llm.Usage, error) {
-		return r.share(ctx, in)
-	}
+	x.Share = r.share
 	in, err := r.Barrier(ctx, x)
 	if err != nil {
 		return fmt.Errorf("diffusion barrier after iteration %d: %w", it, err)
 	}
-	if !r.Spec.Policy.Executor {
-		return nil
+	if r.Spec.Policy.Executor {
+		buf, _ := r.bufferFor(r.labLine())
+		*buf = append(*buf, in...)
 	}
-	buf, _ := r.bufferFor(r.labLine())
-	*buf = append(*buf, in...)
 	return nil
+}
+
+// adoptedSince is how the lab's executor skill changed from iteration
+// since to it, read from the provenance log; nil when it did not.
+func (r *Run) adoptedSince(since, it int) (*SkillChange, error) {
+	data, err := os.ReadFile(r.Dir.Join(rundir.SkillUpdatesFile))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("read skill updates: %w", err)
+	}
+	var ch *SkillChange
+	for _, line := range strings.Split(string(data), "\n") {
+		var p Provenance
+		if strings.TrimSpace(line) == "" || json.Unmarshal([]byte(line), &p) != nil {
+			continue
+		}
+		if p.Role != string(conditions.RoleExecutor) || p.Student != "" || p.Iteration < since || p.Iteration > it {
+			continue
+		}
+		if ch == nil {
+			old, err := os.ReadFile(filepath.Join(r.Dir.Path, p.OldSnapshot))
+			if err != nil {
+				return nil, fmt.Errorf("read the executor skill before adoption %s: %w", p.ID, err)
+			}
+			ch = &SkillChange{Old: string(old), OldHash: p.OldHash}
+		}
+		ch.NewHash = p.NewHash
+		ch.Provenance = append(ch.Provenance, p.ID)
+	}
+	if ch == nil {
+		return nil, nil
+	}
+	now, err := r.store.Read(conditions.RoleExecutor)
+	if err != nil {
+		return nil, fmt.Errorf("read the executor skill: %w", err)
+	}
+	ch.New = string(now.Content)
+	if ch.OldHash == now.Hash {
+		return nil, nil // changed and changed back
+	}
+	return ch, nil
 }
 
 // share makes the lab's Mediator's share decision, charged to the Mediator

@@ -42,9 +42,11 @@ type ExecOptions struct {
 	// OnStart, when set, is told the directory as soon as it exists.
 	OnStart func(dir string)
 	// Barrier, when set, gives each row of a matrix its diffusion barrier
-	// (a network experiment). Its rows then all run at once, since the labs
-	// of a barrier wait for each other; -j still caps the trials in flight.
-	Barrier func(row RowSpec) BarrierFunc
+	// (a network experiment), called every BarrierInterval iterations. Its
+	// rows then all run at once, since the labs of a barrier wait for each
+	// other; -j still caps the trials in flight.
+	Barrier         func(row RowSpec) BarrierFunc
+	BarrierInterval int
 }
 
 // RowOutcome is how one row of a plan ended.
@@ -219,7 +221,7 @@ func (ex *planExecution) runRow(ctx context.Context, d *rundir.Dir, row RowSpec,
 		Clients: clients, Calls: calls, Ledger: ledger, Events: ex.opts.Events,
 		ValidateSplit: ex.opts.ValidateSplit, HeldOut: ex.opts.HeldOut, EvalTrials: p.EvalTrials}
 	if ex.opts.Barrier != nil {
-		run.Barrier = ex.opts.Barrier(row)
+		run.Barrier, run.BarrierInterval = ex.opts.Barrier(row), ex.opts.BarrierInterval
 	}
 	if matrixID != "" {
 		run.MatrixLedger = ex.ledger

@@ -8,7 +8,6 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,6 +80,9 @@ type Run struct {
 	// Barrier, when set, is the diffusion barrier of a network experiment,
 	// called after each iteration's evolution steps (see BarrierFunc).
 	Barrier BarrierFunc
+	// BarrierInterval is how many iterations lie between two calls of
+	// Barrier; 0 means every iteration.
+	BarrierInterval int
 
 	st          *State
 	history     *rundir.History
@@ -410,14 +412,9 @@ func (r *Run) closeIteration(ctx context.Context, it int, done iterationOutcome)
 		return err == nil && c.Coevo()
 	})
 	defer coevo.Close()
-	before, err := r.exchangeBefore()
-	if err != nil {
-		return err
-	}
-	pending := slices.Clone(r.st.Buffer)
 	updates, err := r.evolve(ctx, it)
 	if err == nil {
-		err = r.diffuse(ctx, it, before, pending)
+		err = r.diffuse(ctx, it)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
