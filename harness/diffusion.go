@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mediated-coevo/harness/conditions"
@@ -34,8 +35,10 @@ type Exchange struct {
 type SkillChange struct {
 	Old, New         string
 	OldHash, NewHash string
-	// Provenance are the ids of the adoptions, oldest first.
+	// Provenance are the ids of the adoptions, oldest first; TaskIDs the
+	// tasks whose proposals they took.
 	Provenance []string
+	TaskIDs    []string
 }
 
 // Added is the lines of New that Old lacks, in order: what a neighbour
@@ -91,10 +94,19 @@ func (r *Run) diffuse(ctx context.Context, it int) error {
 	if err != nil {
 		return fmt.Errorf("diffusion barrier after iteration %d: %w", it, err)
 	}
-	if r.Spec.Policy.Executor {
-		buf, _ := r.bufferFor(r.labLine())
-		*buf = append(*buf, in...)
+	if !r.Spec.Policy.Executor {
+		return nil
 	}
+	for i := range in {
+		// An entry of its own, so the batch's decision can credit it.
+		in[i].Iteration = it
+		if err := r.history.Add(rundir.Entry{ID: in[i].ID, Role: rundir.AuthorNetwork, Kind: rundir.EntryProposal, TaskID: in[i].TaskID,
+			Iteration: it, Content: in[i].NewContent, Source: in[i].Reasoning}); err != nil {
+			return fmt.Errorf("record received item %s: %w", in[i].ID, err)
+		}
+	}
+	buf, _ := r.bufferFor(r.labLine())
+	*buf = append(*buf, in...)
 	return nil
 }
 
@@ -123,6 +135,11 @@ func (r *Run) adoptedSince(since, it int) (*SkillChange, error) {
 		}
 		ch.NewHash = p.NewHash
 		ch.Provenance = append(ch.Provenance, p.ID)
+		for _, id := range p.ProposalIDs {
+			if e, ok := r.history.Entry(id); ok && e.TaskID != "" && !slices.Contains(ch.TaskIDs, e.TaskID) {
+				ch.TaskIDs = append(ch.TaskIDs, e.TaskID)
+			}
+		}
 	}
 	if ch == nil {
 		return nil, nil

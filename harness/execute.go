@@ -47,6 +47,9 @@ type ExecOptions struct {
 	// other; -j still caps the trials in flight.
 	Barrier         func(row RowSpec) BarrierFunc
 	BarrierInterval int
+	// RowDone, when set, is told how each row this process ran ended, so
+	// that labs waiting for it at a barrier stop waiting.
+	RowDone func(row RowSpec, status rundir.Status)
 }
 
 // RowOutcome is how one row of a plan ended.
@@ -196,9 +199,12 @@ func (ex *planExecution) single(ctx context.Context) (*Outcome, error) {
 	return out, nil
 }
 
-func (ex *planExecution) runRow(ctx context.Context, d *rundir.Dir, row RowSpec, matrixID string, ledger *llm.Ledger) RowOutcome {
+func (ex *planExecution) runRow(ctx context.Context, d *rundir.Dir, row RowSpec, matrixID string, ledger *llm.Ledger) (ro RowOutcome) {
 	p := ex.opts.Plan
-	ro := RowOutcome{Name: row.Name, Dir: d.Path}
+	ro = RowOutcome{Name: row.Name, Dir: d.Path}
+	if ex.opts.RowDone != nil {
+		defer func() { ex.opts.RowDone(row, ro.Status) }()
+	}
 	calls, err := OpenCallLog(d.Path, ex.cfg)
 	if err != nil {
 		ro.Status, ro.Error, ro.Result = rundir.StatusFailed, err.Error(), Result{Status: rundir.StatusFailed, Err: err}
@@ -357,7 +363,7 @@ func (ex *planExecution) openMatrix() (md *rundir.Dir, refused *Outcome, err err
 		md, err = rundir.Create(p.OutDir, rundir.Spec{Manifest: rundir.Manifest{Kind: rundir.KindMatrix, Name: p.Name,
 			Tasks: p.Tasks, TaskSet: p.TaskSet, ValidateTasks: p.ValidateTasks, HeldOutTasks: p.HeldOutTasks,
 			Iterations: p.Iterations, Seed: firstSeed(p.Seeds), Seeds: p.Seeds,
-			Agent: p.Agent, Offline: p.Offline, Rows: rowNames(p.Rows)}, Config: ex.cfg, Meta: ex.meta(), Hold: true})
+			Agent: p.Agent, Offline: p.Offline, Rows: rowNames(p.Rows), Network: p.Network}, Config: ex.cfg, Meta: ex.meta(), Hold: true})
 		if err == nil {
 			err = md.WriteFileFunc(rundir.MatrixPlanFile, p.WriteMatrixFile)
 		}
@@ -407,6 +413,9 @@ func (ex *planExecution) runRows(ctx context.Context, md *rundir.Dir) []RowOutco
 		if err != nil {
 			rows[i] = RowOutcome{Name: row.Name, Status: rundir.StatusFailed, Error: err.Error(),
 				Result: Result{Status: rundir.StatusFailed, Err: err}}
+			if ex.opts.RowDone != nil {
+				ex.opts.RowDone(row, rundir.StatusFailed)
+			}
 			continue
 		}
 		// A completed row is skipped unless a larger --iterations extends it.

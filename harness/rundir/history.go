@@ -19,6 +19,9 @@ const (
 	EntryReport   = "report"
 	EntryNote     = "note"
 	AuthorHuman   = "human"
+	// AuthorNetwork wrote what another lab of a network sent (a proposal
+	// that entered the lab's buffer at a diffusion barrier).
+	AuthorNetwork = "network"
 )
 
 // Entry is one Planner or Mediator output in the history. Its outcome
