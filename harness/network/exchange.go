@@ -95,6 +95,20 @@ func NewExchange(dir string, s Settings) (*Exchange, error) {
 		stopped: map[string]rundir.Status{}}, nil
 }
 
+// SetDir sets the experiment directory, once it exists; it must be called
+// before any barrier runs.
+func (x *Exchange) SetDir(dir string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.dir = dir
+}
+
+func (x *Exchange) path(rel string) string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return filepath.Join(x.dir, rel)
+}
+
 // Stopped records that a lab's run ended before its last iteration, so
 // that labs waiting for it at a barrier stop waiting.
 func (x *Exchange) Stopped(row harness.RowSpec, status rundir.Status) {
@@ -131,7 +145,7 @@ func (x *Exchange) Barrier(row harness.RowSpec) harness.BarrierFunc {
 // send writes the lab's outbox for the barrier, unless an earlier attempt
 // did.
 func (x *Exchange) send(ctx context.Context, d, group string, row harness.RowSpec, ex harness.Exchange) error {
-	path := filepath.Join(x.dir, rundir.NetworkOutbox(group, row.Lab, ex.Iteration))
+	path := x.path(rundir.NetworkOutbox(group, row.Lab, ex.Iteration))
 	if _, err := os.Stat(path); err == nil {
 		return nil
 	}
@@ -251,7 +265,7 @@ func (x *Exchange) receive(ctx context.Context, group, lab string, it int) ([]me
 		rec.IDs = append(rec.IDs, item.ID)
 		out = append(out, item.proposal())
 	}
-	path := filepath.Join(x.dir, rundir.NetworkInbox(group, lab, it))
+	path := x.path(rundir.NetworkInbox(group, lab, it))
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create inbox of lab %s: %w", lab, err)
 	}
@@ -264,7 +278,7 @@ func (x *Exchange) receive(ctx context.Context, group, lab string, it int) ([]me
 
 // await waits for a sender's outbox of a barrier.
 func (x *Exchange) await(ctx context.Context, group, from string, it int) ([]Item, error) {
-	path := filepath.Join(x.dir, rundir.NetworkOutbox(group, from, it))
+	path := x.path(rundir.NetworkOutbox(group, from, it))
 	for {
 		data, err := os.ReadFile(path)
 		if err == nil {

@@ -37,6 +37,8 @@ type InspectOptions struct {
 	Tasks bool
 	// By is what --compare compares: rows (default) or student.
 	By string
+	// Diffusion lists the items a network experiment's labs exchanged.
+	Diffusion bool
 }
 
 // MatrixView is what `harness inspect MATRIX` prints without --compare.
@@ -121,6 +123,9 @@ func checkInspectFlags(cmd *cobra.Command, o *InspectOptions) error {
 	if o.Tasks && (o.Dir == "" || o.Compare || o.Follow || o.Calls) {
 		return usagef("--tasks needs a run or matrix directory and does not combine with --compare, --follow or --calls")
 	}
+	if o.Diffusion && (o.Dir == "" || o.Compare || o.Follow || o.Calls || o.Tasks) {
+		return usagef("--diffusion needs a network experiment directory and does not combine with --compare, --follow, --calls or --tasks")
+	}
 	if o.Baseline != "" && !o.Compare {
 		return usagef("--baseline goes with --compare")
 	}
@@ -157,6 +162,7 @@ func addInspectFlags(cmd *cobra.Command, o *InspectOptions) {
 	fl.DurationVar(&o.Interval, "interval", inspect.DefaultFollowInterval, "with --follow: how often to look for news")
 	fl.BoolVar(&o.Tasks, "tasks", false, "print the per-task table (task x row: mean reward, trials, failures by status)")
 	fl.BoolVar(&o.Calls, "calls", false, "list the run's model calls")
+	fl.BoolVar(&o.Diffusion, "diffusion", false, "list the items a network experiment's labs exchanged, with their provenance")
 	fl.StringVar(&o.CallFilter.Role, "role", "", "with --calls: only this role's calls")
 	fl.StringVar(&o.CallFilter.Task, "task", "", "with --calls: only calls for this task")
 	fl.IntVar(&o.CallFilter.Iteration, "iteration", 0, "with --calls: only calls in this iteration")
@@ -230,6 +236,10 @@ func runInspect(ctx context.Context, o *InspectOptions) error {
 		return UsageError(err) // not a run or matrix directory, as report says
 	}
 	switch {
+	case o.Diffusion:
+		return runDiffusion(o)
+	case o.Compare && isNetwork(o.Dir):
+		return runNetworkCompare(o)
 	case o.Calls:
 		return runCalls(o)
 	case o.Tasks:
