@@ -3,9 +3,13 @@ package harness_test
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness"
@@ -18,14 +22,12 @@ import (
 // labs differ in their students' behaviour: lab a's model rarely writes
 // the outputs unless told to, b's and c's more often, so the diligence
 // advice is worth more to some labs than to others.
-func networkConfig(t *testing.T) *config.Config {
+func networkConfig(t *testing.T, cache string) *config.Config {
 	t.Helper()
 	dir := t.TempDir()
 	layer := `
 [experiment]
 advisor_buffer_max = 1
-[validation]
-max_trials_per_task = 3
 [evaluation]
 trials_per_task = 1
 [models.careless]
@@ -46,21 +48,21 @@ model = "careless"
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.ExecutorRuntime.TaskCacheDir = filepath.Join(t.TempDir(), "cache")
+	cfg.ExecutorRuntime.TaskCacheDir = cache
 	cfg.SetOffline()
 	return cfg
 }
 
 // runNetwork plans and runs a network offline in the in-memory world, or
 // resumes the one in resume.
-func runNetwork(t *testing.T, ctx context.Context, cfg *config.Config, s network.Settings, resume string) (*harness.Outcome, error) {
+func runNetwork(t *testing.T, ctx context.Context, cfg *config.Config, s network.Settings, seeds []int64, out, resume string) (*harness.Outcome, error) {
 	t.Helper()
-	tasks := harness.MemTasks(t, 8)
-	popts := harness.PlanOptions{Iterations: 3, Agent: harness.AgentLab, Offline: true, Concurrency: 2, Resume: resume}
+	tasks := harness.MemTasks(t, 5)
+	popts := harness.PlanOptions{Iterations: 3, Agent: harness.AgentLab, Offline: true, Concurrency: 8, Resume: resume}
 	if resume == "" {
-		popts.Name, popts.Rows, popts.Seeds, popts.OutDir = "network", s.Rows(), []int64{1, 2}, t.TempDir()
+		popts.Name, popts.Rows, popts.Seeds, popts.OutDir = "network", s.Rows(), seeds, out
 		popts.Tasks = harness.TaskIDs(tasks[:2])
-		popts.Split = harness.SplitOptions{Validate: harness.TaskIDs(tasks[2:6]), HeldOut: harness.TaskIDs(tasks[6:])}
+		popts.Split = harness.SplitOptions{Validate: harness.TaskIDs(tasks[2:4]), HeldOut: harness.TaskIDs(tasks[4:])}
 	}
 	p, err := harness.BuildMatrixPlan(cfg, popts)
 	if err != nil {
@@ -74,8 +76,11 @@ func runNetwork(t *testing.T, ctx context.Context, cfg *config.Config, s network
 	if err != nil {
 		t.Fatal(err)
 	}
-	return harness.ExecutePlan(ctx, harness.ExecOptions{Plan: p, Tasks: tasks[:2], ValidateSplit: tasks[2:6], HeldOut: tasks[6:],
-		Backend: harness.MemWorld(), Providers: providers.New, OnStart: x.SetDir,
+	return harness.ExecutePlan(ctx, harness.ExecOptions{Plan: p, Tasks: tasks[:2], ValidateSplit: tasks[2:4], HeldOut: tasks[4:],
+		Backend: harness.MemWorld(), Providers: providers.New, OnStart: func(dir string) {
+			x.SetDir(dir)
+			_ = os.WriteFile(filepath.Join(out, "started"), []byte(dir), 0o644)
+		},
 		Barrier: x.Barrier, BarrierInterval: s.Interval, RowDone: x.Stopped})
 }
 
@@ -90,9 +95,9 @@ func ringSettings() network.Settings {
 // through a receiving lab's own gate; the comparison shows every
 // treatment with an interval over the seeds and the diffusion tokens.
 func TestNetworkRingOfThreeLabs(t *testing.T) {
-	cfg := networkConfig(t)
+	cfg := networkConfig(t, filepath.Join(t.TempDir(), "cache"))
 	s := ringSettings()
-	out, err := runNetwork(t, context.Background(), cfg, s, "")
+	out, err := runNetwork(t, context.Background(), cfg, s, []int64{1, 2}, t.TempDir(), "")
 	if err != nil || out.Status != rundir.StatusCompleted {
 		t.Fatalf("network: %v, %+v", err, out)
 	}
@@ -132,6 +137,7 @@ func TestNetworkRingOfThreeLabs(t *testing.T) {
 	if sent[network.Broadcast] == 0 || sent[network.Mediated] == 0 {
 		t.Errorf("items sent by treatment %v: broadcast and mediated should each send some", sent)
 	}
+	t.Logf("items sent %v, adopted %v", sent, adopted)
 	if adopted[network.Mediated] == 0 {
 		t.Errorf("no item adopted through a receiving lab's gate under mediated (adopted: %v)", adopted)
 	}
@@ -190,4 +196,119 @@ func checkDeliveredOnce(t *testing.T, dir string, recs []network.Record) {
 	if len(seen) != len(sentTo) {
 		t.Errorf("%d items delivered, %d sent", len(seen), len(sentTo))
 	}
+}
+
+const networkBaseEnv = "HARNESS_TEST_NETWORK_BASE"
+
+// TestNetworkHelperProcess is the child TestNetworkKillAndResume kills: it
+// starts a broadcast network under the base directory the parent names,
+// or resumes the one it started. It does nothing in a normal test run.
+func TestNetworkHelperProcess(t *testing.T) {
+	base := os.Getenv(networkBaseEnv)
+	if base == "" {
+		t.Skip("helper process for TestNetworkKillAndResume")
+	}
+	cfg := networkConfig(t, filepath.Join(base, "cache"))
+	s := ringSettings()
+	s.Diffusion = []string{network.Broadcast}
+	resume := ""
+	if data, err := os.ReadFile(filepath.Join(base, "started")); err == nil {
+		resume = string(data)
+	}
+	out, err := runNetwork(t, context.Background(), cfg, s, []int64{1}, base, resume)
+	if err != nil || out.Status != rundir.StatusCompleted {
+		t.Fatalf("network: %v, %+v", err, out)
+	}
+}
+
+// A network killed with SIGKILL at random points and resumed each time
+// loses no item and delivers none twice: every item sent is in its
+// receiver's inbox ledger once, and in its receiver's history once.
+func TestNetworkKillAndResume(t *testing.T) {
+	base := t.TempDir()
+	child := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestNetworkHelperProcess$", "-test.count=1")
+		cmd.Env = append(os.Environ(), networkBaseEnv+"="+base)
+		return cmd
+	}
+	outboxes := func() int {
+		files, _ := filepath.Glob(filepath.Join(base, "*", rundir.NetworkDir, "*", "outbox", "*", "*.json"))
+		return len(files)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	// Kill once the first, fourth and seventh outbox are written (the
+	// first, second and third barrier), a random moment later.
+	for _, after := range []int{1, 4, 7} {
+		cmd := child()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(60 * time.Second); outboxes() < after && time.Now().Before(deadline); {
+			time.Sleep(2 * time.Millisecond)
+		}
+		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+		t.Logf("killed with %d outboxes on disk", outboxes())
+	}
+	if out, err := child().CombinedOutput(); err != nil {
+		t.Fatalf("final resume failed: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(filepath.Join(base, "started"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := string(data)
+	recs, err := network.Records(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := 0
+	for _, r := range recs {
+		if r.Decision == network.DecisionSent {
+			sent++
+		}
+	}
+	if sent == 0 {
+		t.Fatal("the network sent nothing: the test shows nothing")
+	}
+	checkDeliveredOnce(t, dir, recs)
+	for _, lab := range []string{"a", "b", "c"} {
+		taken := map[string]int{}
+		hist := filepath.Join(dir, network.Broadcast+"-"+lab, rundir.HistoryFile)
+		data, err := os.ReadFile(hist)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range splitLines(data) {
+			var rec struct {
+				Type  string
+				Entry *rundir.Entry
+			}
+			if json.Unmarshal(line, &rec) == nil && rec.Entry != nil && rec.Entry.Role == rundir.AuthorNetwork {
+				taken[rec.Entry.ID]++
+			}
+		}
+		for _, r := range recs {
+			if r.To == lab && r.Decision == network.DecisionSent && taken[r.ID] != 1 {
+				t.Errorf("lab %s's history holds item %s %d times, want once", lab, r.ID, taken[r.ID])
+			}
+		}
+	}
+}
+
+func splitLines(data []byte) [][]byte {
+	var out [][]byte
+	for len(data) > 0 {
+		i := 0
+		for i < len(data) && data[i] != '\n' {
+			i++
+		}
+		out = append(out, data[:i])
+		if i < len(data) {
+			i++
+		}
+		data = data[i:]
+	}
+	return out
 }
