@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/harness"
+)
+
+// networkConfigDir is a configuration directory with labs a, b and c.
+func networkConfigDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	layer := "[labs.a]\nstudents = 1\n[labs.b]\nstudents = 1\n[labs.c]\nstudents = 1\n"
+	if err := os.WriteFile(filepath.Join(dir, config.LayerFile), []byte(layer), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Every bad network is refused with exit 2, says what to fix and creates
+// nothing; without a stability record the refusal names both ways out.
+func TestNetworkRefusals(t *testing.T) {
+	cfgDir := networkConfigDir(t)
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"no stability record", nil, []string{"--baseline DIR", "no_feedback matrix", "--skip-stability-check"}},
+		{"a baseline that is not there", []string{"--baseline", "/nonexistent/baseline"}, []string{"refusing to start", "baseline stability check failed"}},
+		{"baseline and skip together", []string{"--baseline", "x", "--skip-stability-check"}, []string{"cannot be combined"}},
+		{"one lab", []string{"--labs", "a", "--skip-stability-check"}, []string{"at least two labs"}},
+		{"an unknown lab", []string{"--labs", "a,zz", "--skip-stability-check"}, []string{"zz"}},
+		{"an unknown topology", []string{"--topology", "mesh", "--skip-stability-check"}, []string{`unknown topology "mesh"`}},
+		{"an edge to nowhere", []string{"--topology", "a->q", "--skip-stability-check"}, []string{`lab "q" is not in the network's labs`}},
+		{"an unknown treatment", []string{"--diffusion", "gossip", "--skip-stability-check"}, []string{`unknown diffusion "gossip"`}},
+		{"a bad interval", []string{"--diffusion-interval", "-1", "--skip-stability-check"}, []string{"diffusion_interval must be at least 1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := t.TempDir()
+			args := append([]string{"network", "--tasks", "csv-parser", "--offline", "--config-dir", cfgDir, "--out", out}, tt.args...)
+			if !slices.Contains(tt.args, "--labs") {
+				args = append(args, "--labs", "a,b,c")
+			}
+			r := runCLI(t, nil, args...)
+			if r.code != ExitUsage {
+				t.Fatalf("exit %d, want %d; stderr %q", r.code, ExitUsage, r.errOut)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(r.errOut, w) {
+					t.Errorf("stderr %q does not say %q", r.errOut, w)
+				}
+			}
+			if ents, _ := os.ReadDir(out); len(ents) != 0 {
+				t.Errorf("a refused network created %d entries", len(ents))
+			}
+		})
+	}
+}
+
+// The dry run plans one row per treatment, lab and seed and records the
+// design and the skipped stability check.
+func TestNetworkDryRunJSON(t *testing.T) {
+	r := runCLI(t, nil, "network", "--labs", "a,b,c", "--topology", "ring", "--diffusion", "none,broadcast,mediated", "--seeds", "1,2",
+		"--tasks", "csv-parser", "--iterations", "2", "--offline", "--skip-stability-check", "--dry-run", "--json",
+		"--config-dir", networkConfigDir(t), "--out", t.TempDir())
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.errOut)
+	}
+	var p harness.Plan
+	if err := json.Unmarshal([]byte(r.out), &p); err != nil {
+		t.Fatalf("stdout is not a plan: %v\n%s", err, r.out)
+	}
+	if len(p.Rows) != 3*3*2 || p.Rows[0].Name != "none-a-seed1" || p.Rows[0].Lab != "a" {
+		t.Errorf("rows = %+v", p.Rows)
+	}
+	if n := p.Network; n == nil || !n.SkipStabilityCheck || n.Topology != "ring" || n.DiffusionInterval != 1 || len(n.Labs) != 3 {
+		t.Errorf("network record = %+v", p.Network)
+	}
+}
+
+// The network hands the orchestrator its barrier: every row gets one, at
+// the interval asked for.
+func TestNetworkHandsTheBarrierOn(t *testing.T) {
+	var got *ValidatedPlan
+	f := testFactory()
+	f.Execute = func(_ context.Context, x *ValidatedPlan) error { got = x; return nil }
+	r := runCLI(t, f, "network", "--labs", "a,b", "--diffusion", "mediated", "--diffusion-interval", "2", "--tasks", "csv-parser",
+		"--offline", "--skip-stability-check", "--no-preflight", "--config-dir", networkConfigDir(t), "--out", t.TempDir())
+	if r.code != 0 || got == nil || got.Tune == nil {
+		t.Fatalf("exit %d (%s), execution %+v", r.code, r.errOut, got)
+	}
+	var opts harness.ExecOptions
+	got.Tune(&opts)
+	if opts.Barrier == nil || opts.BarrierInterval != 2 || opts.RowDone == nil || opts.OnStart == nil {
+		t.Errorf("options = barrier %v, interval %d", opts.Barrier != nil, opts.BarrierInterval)
+	}
+	if b := opts.Barrier(got.Plan.Rows[0]); b == nil {
+		t.Error("a row got no barrier")
+	}
+}
