@@ -11,6 +11,8 @@ import (
 
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/network"
+	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
 // networkConfigDir is a configuration directory with labs a, b and c.
@@ -105,5 +107,70 @@ func TestNetworkHandsTheBarrierOn(t *testing.T) {
 	}
 	if b := opts.Barrier(got.Plan.Rows[0]); b == nil {
 		t.Error("a row got no barrier")
+	}
+}
+
+// inspect --diffusion --json lists a network's items, one object each with
+// at least from, to, iteration, kind and decision; on a directory that is
+// not a network it is bad usage naming what to give.
+func TestInspectDiffusionJSON(t *testing.T) {
+	cfg, err := config.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := rundir.Create(t.TempDir(), rundir.Spec{Manifest: rundir.Manifest{Kind: rundir.KindMatrix, Name: "network", Seeds: []int64{1},
+		Rows: []string{"broadcast-a", "broadcast-b"}, Network: &rundir.NetworkRecord{Labs: []string{"a", "b"}, Topology: "ring",
+			Diffusion: []string{"broadcast"}, DiffusionInterval: 1}}, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := []network.Item{
+		{ID: "net/a-b/i0001/1", Diffusion: "broadcast", Seed: 1, From: "a", To: "b", Edge: "a->b", Iteration: 1, Kind: network.KindReport, Decision: network.DecisionSent, Content: "r"},
+		{ID: "net/a-b/i0002/1", Diffusion: "broadcast", Seed: 1, From: "a", To: "b", Edge: "a->b", Iteration: 2, Kind: network.KindSkillDiff, Decision: network.DecisionSent, Content: "- x"},
+	}
+	for i, it := range items {
+		p := filepath.Join(md.Path, rundir.NetworkOutbox(rundir.NetworkGroup("broadcast", 1), "a", i+1))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		data, _ := json.Marshal([]network.Item{it})
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runCLI(t, nil, "inspect", md.Path, "--diffusion", "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.errOut)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal([]byte(r.out), &got); err != nil {
+		t.Fatalf("stdout is not a JSON list: %v\n%s", err, r.out)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d items, want 2: %s", len(got), r.out)
+	}
+	for i, g := range got {
+		for _, k := range []string{"from", "to", "iteration", "kind", "decision"} {
+			if _, ok := g[k]; !ok {
+				t.Errorf("item %d has no %q: %v", i, k, g)
+			}
+		}
+		if g["receiver_decision"] != network.ReceiverNotDelivered {
+			t.Errorf("item %d: receiver_decision %v, want not_delivered (no inbox ledger)", i, g["receiver_decision"])
+		}
+	}
+	if got[0]["iteration"] != 1.0 || got[1]["kind"] != network.KindSkillDiff {
+		t.Errorf("items out of order: %s", r.out)
+	}
+	plain := runCLI(t, nil, "inspect", filepath.Join(md.Path), "--diffusion")
+	if plain.code != 0 || !strings.Contains(plain.out, "a->b") {
+		t.Errorf("text listing: exit %d, %q", plain.code, plain.out)
+	}
+	run, err := rundir.Create(t.TempDir(), rundir.Spec{Manifest: rundir.Manifest{Kind: rundir.KindRun, Condition: "no_feedback"}, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := runCLI(t, nil, "inspect", run.Path, "--diffusion"); r.code != ExitUsage || !strings.Contains(r.errOut, "not a network experiment") {
+		t.Errorf("a run directory: exit %d, %q", r.code, r.errOut)
 	}
 }
