@@ -29,9 +29,11 @@ type Config struct {
 	// same reason.
 	Evaluation Evaluation `toml:"evaluation,omitempty"`
 	Stats      Stats      `toml:"stats,omitempty"`
-	// Network is [network], the settings of `harness network`; left out of
-	// an encoding when zero, so other runs keep their fingerprint.
-	Network Network `toml:"network,omitempty"`
+	// Network is [network], the settings of `harness network`; nil when no
+	// file sets it, and then left out of an encoding, so other runs keep
+	// their fingerprint (a struct holding lists is never "empty" to the
+	// encoder).
+	Network *Network `toml:"network,omitempty"`
 	// Launcher says where a matrix's rows run. It never changes what a row
 	// measures, so it is kept out of the fingerprint: it is not encoded with
 	// the rest, and WriteResolved writes it as a table of its own, as [run].

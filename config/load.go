@@ -151,6 +151,11 @@ func decodeLayer(c *Config, data []byte, file string, inherit bool) (*layerMeta,
 		return nil, e
 	}
 
+	// [network] is decoded over a copy and kept only when the file has it.
+	var network Network
+	if c.Network != nil {
+		network = *c.Network
+	}
 	layer := fileLayer{
 		Run:             &meta.run,
 		Experiment:      &c.Experiment,
@@ -161,7 +166,7 @@ func decodeLayer(c *Config, data []byte, file string, inherit bool) (*layerMeta,
 		Mediator:        &c.Mediator,
 		Evaluation:      &c.Evaluation,
 		Stats:           &c.Stats,
-		Network:         &c.Network,
+		Network:         &network,
 		Launcher:        &c.Launcher,
 	}
 	lmd, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&layer)
@@ -169,6 +174,9 @@ func decodeLayer(c *Config, data []byte, file string, inherit bool) (*layerMeta,
 		return nil, decodeError(file, err)
 	}
 
+	if lmd.IsDefined("network") {
+		c.Network = &network
+	}
 	if err := decodeModels(c, &layer, lmd, file, meta.lines, inherit); err != nil {
 		return nil, err
 	}

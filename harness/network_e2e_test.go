@@ -85,7 +85,7 @@ func runNetwork(t *testing.T, ctx context.Context, cfg *config.Config, s network
 }
 
 func ringSettings() network.Settings {
-	s := network.FromConfig(config.Network{Labs: []string{"a", "b", "c"}, Topology: network.Ring})
+	s := network.FromConfig(&config.Network{Labs: []string{"a", "b", "c"}, Topology: network.Ring})
 	return s
 }
 

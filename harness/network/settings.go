@@ -45,8 +45,12 @@ type Settings struct {
 	StabilityBound float64  `json:"stability_bound"`
 }
 
-// FromConfig is the settings [network] gives, defaults filled in.
-func FromConfig(n config.Network) Settings {
+// FromConfig is the settings [network] gives, defaults filled in; n may
+// be nil (no [network] table).
+func FromConfig(n *config.Network) Settings {
+	if n == nil {
+		n = &config.Network{}
+	}
 	s := Settings{Labs: slices.Clone(n.Labs), Topology: n.Topology, Diffusion: slices.Clone(n.Diffusion),
 		Interval: n.DiffusionInterval, TokenBudget: n.TokenBudget, StabilityBound: n.StabilityBound}
 	if s.Topology == "" {

@@ -16,7 +16,7 @@ func TestSettingsValidate(t *testing.T) {
 	for _, l := range []string{"a", "b", "c", "x-y"} {
 		cfg.Labs[l] = cfg.Labs[config.DefaultLab]
 	}
-	good := FromConfig(config.Network{Labs: []string{"a", "b", "c"}})
+	good := FromConfig(&config.Network{Labs: []string{"a", "b", "c"}})
 	tests := []struct {
 		name   string
 		change func(*Settings)
@@ -53,7 +53,7 @@ func TestSettingsValidate(t *testing.T) {
 // The rows are one per treatment and lab, named so that Treatment reads
 // the treatment back.
 func TestRows(t *testing.T) {
-	s := FromConfig(config.Network{Labs: []string{"a", "b"}, Diffusion: []string{None, Mediated}})
+	s := FromConfig(&config.Network{Labs: []string{"a", "b"}, Diffusion: []string{None, Mediated}})
 	var names []string
 	for _, r := range s.Rows() {
 		names = append(names, r.Name)
