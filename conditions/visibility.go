@@ -81,6 +81,7 @@ const (
 	EvidenceRejections
 	EvidenceAdvice
 	EvidenceHistory
+	EvidenceNetworkItems
 	evidenceCount
 )
 
@@ -108,6 +109,7 @@ var evidenceText = [evidenceCount]string{
 	EvidenceRejections:       "summaries of recently rejected batches",
 	EvidenceAdvice:           "the Advisor's feedback on an approved batch",
 	EvidenceHistory:          "history entries (plans, reports, proposals) with delayed rewards, their own trial's outcome and what they were written from",
+	EvidenceNetworkItems:     "items other labs of a network sent (skill diffs, notes, reports), each with its sender and reason; in a network only",
 }
 
 // String describes the evidence in plain words.
@@ -169,15 +171,18 @@ const (
 	ConsumerPlan            Consumer = "plan"
 	ConsumerCode            Consumer = "code"
 	ConsumerMediator        Consumer = "mediator"
-	ConsumerAdvisor         Consumer = "advisor"
-	ConsumerReflector       Consumer = "reflector"
-	ConsumerCompactor       Consumer = "compactor"
+	// ConsumerMediatorShare is the Mediator deciding, at a network's
+	// diffusion barrier, what to send a neighbouring lab.
+	ConsumerMediatorShare Consumer = "mediator_share"
+	ConsumerAdvisor       Consumer = "advisor"
+	ConsumerReflector     Consumer = "reflector"
+	ConsumerCompactor     Consumer = "compactor"
 )
 
 // Consumers lists every consumer in documentation order.
 func Consumers() []Consumer {
 	return []Consumer{ConsumerPlannerPlan, ConsumerPlannerProposal, ConsumerPlannerDraft, ConsumerExecutor,
-		ConsumerExplore, ConsumerPlan, ConsumerCode, ConsumerMediator, ConsumerAdvisor, ConsumerReflector, ConsumerCompactor}
+		ConsumerExplore, ConsumerPlan, ConsumerCode, ConsumerMediator, ConsumerMediatorShare, ConsumerAdvisor, ConsumerReflector, ConsumerCompactor}
 }
 
 // Role is the model role whose calls the consumer makes.
@@ -191,6 +196,8 @@ func (c Consumer) Role() Role {
 		return RolePlan
 	case ConsumerCode:
 		return RoleCode
+	case ConsumerMediatorShare:
+		return RoleMediator
 	}
 	return Role(c)
 }
@@ -201,6 +208,10 @@ type Setting struct {
 	Verifier  VerifierFeedback
 	// CrossTask is [experiment] allow_cross_task_feedback.
 	CrossTask bool
+	// Network is set for a lab of a network experiment whose treatment
+	// sends items (broadcast or mediated): only then do other labs' items
+	// reach it, and does its Mediator decide what to send.
+	Network bool
 }
 
 // traceEvidence is what a digest of one trial may carry at level v: the
@@ -243,6 +254,9 @@ func (s Setting) Visible(c Consumer) EvidenceSet {
 			return 0
 		}
 		out = out.With(EvidenceExecutorSkill, EvidenceProposals, EvidenceAdvice)
+		if s.Network {
+			out = out.With(EvidenceNetworkItems)
+		}
 	case ConsumerExecutor:
 		out = out.With(EvidenceInstruction, EvidencePlan, EvidenceExecutorSkill, EvidenceTaskSkills)
 	case ConsumerExplore, ConsumerPlan, ConsumerCode:
@@ -252,12 +266,26 @@ func (s Setting) Visible(c Consumer) EvidenceSet {
 			return 0
 		}
 		out = out.With(EvidencePlan, EvidenceTranscript, EvidenceMediatorSkill) | traceEvidence(s.Verifier)
+	case ConsumerMediatorShare:
+		// Its lab's adopted lines, and with cross-task feedback its own
+		// reports (of every task since the last exchange): never a trial's
+		// raw evidence, which the reports already curated.
+		if !s.Network || !s.Condition.MediatorRuns() {
+			return 0
+		}
+		out = out.With(EvidenceMediatorSkill, EvidenceExecutorSkill)
+		if s.CrossTask {
+			out = out.With(EvidenceOtherReports)
+		}
 	case ConsumerAdvisor:
 		if s.Condition.ProposalFeedback() == FeedbackNone {
 			return 0
 		}
 		out = out.With(EvidenceExecutorSkill, EvidenceProposals, EvidenceProposalEvidence, EvidenceOutcome)
 		out |= s.priorFeedback(false)
+		if s.Network {
+			out = out.With(EvidenceNetworkItems)
+		}
 	case ConsumerReflector:
 		if s.Condition == NoFeedback {
 			return 0

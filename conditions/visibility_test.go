@@ -14,7 +14,9 @@ func allSettings() []Setting {
 	for _, c := range All() {
 		for _, v := range VerifierLevels() {
 			for _, cross := range []bool{false, true} {
-				out = append(out, Setting{Condition: c, Verifier: v, CrossTask: cross})
+				for _, network := range []bool{false, true} {
+					out = append(out, Setting{Condition: c, Verifier: v, CrossTask: cross, Network: network})
+				}
 			}
 		}
 	}
@@ -41,7 +43,7 @@ func TestVisibilityRules(t *testing.T) {
 		ok   func(s Setting, c Consumer, got EvidenceSet) bool
 	}{
 		{"the Executor and its subagents never see verifier output, reports or summaries", func(s Setting, c Consumer, got EvidenceSet) bool {
-			if c.Role() == RolePlanner || c == ConsumerMediator || c == ConsumerAdvisor || c == ConsumerReflector || c == ConsumerCompactor {
+			if c.Role() == RolePlanner || c.Role() == RoleMediator || c == ConsumerAdvisor || c == ConsumerReflector || c == ConsumerCompactor {
 				return true
 			}
 			for _, e := range []Evidence{EvidenceOutcome, EvidenceTestNames, EvidenceDiagnostics, EvidenceOwnReports, EvidenceOwnSummaries, EvidenceHumanNotes} {
@@ -81,6 +83,21 @@ func TestVisibilityRules(t *testing.T) {
 				}
 			}
 			return true
+		}},
+		{"another lab's items reach only the Advisor and the Planner's draft, and only in a network", func(s Setting, c Consumer, got EvidenceSet) bool {
+			return !got.Has(EvidenceNetworkItems) || (s.Network && (c == ConsumerAdvisor || c == ConsumerPlannerDraft))
+		}},
+		{"the share decision is made only in a network, from the Mediator's own writing", func(s Setting, c Consumer, got EvidenceSet) bool {
+			if c != ConsumerMediatorShare {
+				return true
+			}
+			raw := []Evidence{EvidenceOutcome, EvidenceTestNames, EvidenceDiagnostics, EvidenceAgentOutput, EvidenceTranscript, EvidenceInstruction}
+			return (s.Network && s.Condition.MediatorRuns()) != got.Empty() && !slices.ContainsFunc(raw, got.Has)
+		}},
+		{"outside a network nothing differs from the same setting without it but the network's own evidence", func(s Setting, c Consumer, got EvidenceSet) bool {
+			off := s
+			off.Network = false
+			return c == ConsumerMediatorShare || got&^EvidenceSet(0).With(EvidenceNetworkItems) == off.Visible(c)
 		}},
 		{"no_feedback gives the Planner nothing of earlier trials", func(s Setting, c Consumer, got EvidenceSet) bool {
 			if s.Condition != NoFeedback {
@@ -147,7 +164,7 @@ func TestAgentsDocShowsTheContract(t *testing.T) {
 var consumerHeading = map[Consumer]string{
 	ConsumerPlannerPlan: "Planner: plan", ConsumerPlannerProposal: "Planner: proposal", ConsumerPlannerDraft: "Planner: draft",
 	ConsumerExecutor: "Executor / coordinator", ConsumerExplore: "explore", ConsumerPlan: "plan", ConsumerCode: "code",
-	ConsumerMediator: "Mediator", ConsumerAdvisor: "Advisor", ConsumerReflector: "Reflector", ConsumerCompactor: "Compactor",
+	ConsumerMediator: "Mediator", ConsumerMediatorShare: "Mediator: share", ConsumerAdvisor: "Advisor", ConsumerReflector: "Reflector", ConsumerCompactor: "Compactor",
 }
 
 // conditionAbbrev shortens condition names so the table fits a page; the
@@ -182,7 +199,7 @@ func visibilityTable() string {
 func called(c Consumer) []Condition {
 	var out []Condition
 	for _, cond := range All() {
-		if !(Setting{cond, VerifierDiagnostics, true}).Visible(c).Empty() {
+		if !(Setting{cond, VerifierDiagnostics, true, true}).Visible(c).Empty() {
 			out = append(out, cond)
 		}
 	}
@@ -214,8 +231,10 @@ func cell(e Evidence, c Consumer) string {
 	for i, cond := range called(c) {
 		var levels, crossOnly []VerifierFeedback
 		for _, v := range VerifierLevels() {
-			plain := Setting{cond, v, false}.Visible(c).Has(e)
-			cross := Setting{cond, v, true}.Visible(c).Has(e)
+			// In a network, so that the network's evidence and consumer
+			// show; outside one they are never shown or called.
+			plain := Setting{cond, v, false, true}.Visible(c).Has(e)
+			cross := Setting{cond, v, true, true}.Visible(c).Has(e)
 			if plain {
 				levels = append(levels, v)
 			} else if cross {

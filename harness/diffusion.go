@@ -94,8 +94,8 @@ func (r *Run) diffuse(ctx context.Context, it int) error {
 	if err != nil {
 		return fmt.Errorf("diffusion barrier after iteration %d: %w", it, err)
 	}
-	if !r.Spec.Policy.Executor {
-		return nil
+	if !r.Spec.Policy.Executor || !r.visible(conditions.ConsumerAdvisor).Has(conditions.EvidenceNetworkItems) {
+		return nil // the contract lets no other lab's item reach this lab's Advisor
 	}
 	for i := range in {
 		// An entry of its own, so the batch's decision can credit it.
@@ -158,6 +158,23 @@ func (r *Run) adoptedSince(since, it int) (*SkillChange, error) {
 // share makes the lab's Mediator's share decision, charged to the Mediator
 // under a caller of its own per neighbour and iteration.
 func (r *Run) share(ctx context.Context, in mediator.ShareInput) (mediator.ShareAnswer, llm.Usage, error) {
+	// What the contract lets the share decision see, and nothing more.
+	seen := r.visible(conditions.ConsumerMediatorShare)
+	if seen.Empty() {
+		return mediator.ShareAnswer{}, llm.Usage{}, fmt.Errorf("condition %s makes no share decision: a network's labs run a mediator condition", r.Spec.Condition)
+	}
+	if !seen.Has(conditions.EvidenceOtherReports) {
+		in.Reports = nil
+	}
+	if seen.Has(conditions.EvidenceExecutorSkill) {
+		sk, err := r.store.Read(conditions.RoleExecutor)
+		if err != nil {
+			return mediator.ShareAnswer{}, llm.Usage{}, fmt.Errorf("read the executor skill: %w", err)
+		}
+		in.Skill = string(sk.Content)
+	} else {
+		in.Adopted = ""
+	}
 	protocol, err := r.store.Read(conditions.RoleMediator)
 	if err != nil {
 		return mediator.ShareAnswer{}, llm.Usage{}, fmt.Errorf("read the mediator skill: %w", err)

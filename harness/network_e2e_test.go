@@ -3,29 +3,55 @@ package harness_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/executor"
 	"github.com/mediated-coevo/harness/harness"
 	"github.com/mediated-coevo/harness/harness/network"
 	"github.com/mediated-coevo/harness/harness/rundir"
 	"github.com/mediated-coevo/harness/llm/providers"
+	"github.com/mediated-coevo/harness/mediator"
+	"github.com/mediated-coevo/harness/skills"
 )
 
 // networkConfig is the offline configuration of a three-lab network whose
-// labs differ in their students' behaviour: lab a's model rarely writes
-// the outputs unless told to, b's and c's more often, so the diligence
-// advice is worth more to some labs than to others.
-func networkConfig(t *testing.T, cache string) *config.Config {
+// labs differ in their skills and their students' behaviour: lab a's skill
+// carries the diligence advice, and the careless model (a's and c's) rarely
+// writes the outputs unless told to, the careful one (b's) more often, so
+// the advice is worth more to some labs than to others.
+func networkConfig(t *testing.T, root string) *config.Config {
 	t.Helper()
-	dir := t.TempDir()
-	layer := `
+	dir := filepath.Join(root, "config")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Lab a starts from a skills tree whose executor skill carries the
+	// diligence advice; b and c from the shipped skills, which lack it.
+	tree := filepath.Join(dir, "skills-a")
+	if _, err := os.Stat(tree); os.IsNotExist(err) { // a resuming child finds it written
+		if err := skills.WriteDefaults(tree); err != nil {
+			t.Fatal(err)
+		}
+		store := &skills.Store{Root: tree}
+		sk, err := store.Read(conditions.RoleExecutor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Write(conditions.RoleExecutor, []byte(strings.TrimRight(string(sk.Content), "\n")+"\n"+executor.DiligenceAdvice+"\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	layer := fmt.Sprintf(`
 [experiment]
 advisor_buffer_max = 1
 [evaluation]
@@ -34,13 +60,15 @@ trials_per_task = 1
 offline_diligence = 0.05
 [models.careful]
 offline_diligence = 0.5
+[labs.a]
+skills_dir = %q
 [labs.a.students.s1]
 model = "careless"
 [labs.b.students.s1]
 model = "careful"
 [labs.c.students.s1]
 model = "careless"
-`
+`, tree)
 	if err := os.WriteFile(filepath.Join(dir, config.LayerFile), []byte(layer), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +76,7 @@ model = "careless"
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.ExecutorRuntime.TaskCacheDir = cache
+	cfg.ExecutorRuntime.TaskCacheDir = filepath.Join(root, "cache")
 	cfg.SetOffline()
 	return cfg
 }
@@ -95,7 +123,7 @@ func ringSettings() network.Settings {
 // through a receiving lab's own gate; the comparison shows every
 // treatment with an interval over the seeds and the diffusion tokens.
 func TestNetworkRingOfThreeLabs(t *testing.T) {
-	cfg := networkConfig(t, filepath.Join(t.TempDir(), "cache"))
+	cfg := networkConfig(t, t.TempDir())
 	s := ringSettings()
 	out, err := runNetwork(t, context.Background(), cfg, s, []int64{1, 2}, t.TempDir(), "")
 	if err != nil || out.Status != rundir.StatusCompleted {
@@ -142,6 +170,7 @@ func TestNetworkRingOfThreeLabs(t *testing.T) {
 		t.Errorf("no item adopted through a receiving lab's gate under mediated (adopted: %v)", adopted)
 	}
 	checkDeliveredOnce(t, out.Dir, recs)
+	checkShareSawNoReports(t, out.Dir)
 	res, err := network.Compare(out.Dir, 0.95)
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +237,7 @@ func TestNetworkHelperProcess(t *testing.T) {
 	if base == "" {
 		t.Skip("helper process for TestNetworkKillAndResume")
 	}
-	cfg := networkConfig(t, filepath.Join(base, "cache"))
+	cfg := networkConfig(t, base)
 	s := ringSettings()
 	s.Diffusion = []string{network.Broadcast}
 	resume := ""
@@ -311,4 +340,38 @@ func splitLines(data []byte) [][]byte {
 		data = data[i:]
 	}
 	return out
+}
+
+// checkShareSawNoReports holds the share decisions to the visibility
+// contract: without cross-task feedback a Mediator deciding what to send
+// is shown its lab's adopted lines, never its reports of several tasks.
+func checkShareSawNoReports(t *testing.T, dir string) {
+	t.Helper()
+	calls := 0
+	for _, lab := range []string{"a", "b", "c"} {
+		for _, seed := range []int64{1, 2} {
+			row := filepath.Join(dir, fmt.Sprintf("%s-%s-seed%d", network.Mediated, lab, seed))
+			err := rundir.ReadCalls(filepath.Join(row, rundir.CallsFile), func(c rundir.CallRecord) error {
+				if c.Kind != string(mediator.KindShare) {
+					return nil
+				}
+				calls++
+				if c.Role != "mediator" {
+					t.Errorf("a share decision charged to role %q, want mediator", c.Role)
+				}
+				for _, m := range c.Request.Messages {
+					if strings.Contains(m.Content, "Your reports since the last exchange") {
+						t.Errorf("%s: a share decision was shown the lab's reports without cross-task feedback", row)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if calls == 0 {
+		t.Error("no share decision was made under mediated diffusion")
+	}
 }

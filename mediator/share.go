@@ -33,6 +33,10 @@ type ShareInput struct {
 	Adopted string
 	// Reports are the Mediator's own reports since the last barrier.
 	Reports []string
+	// Skill is the lab's executor skill as it now is; First says this is
+	// the network's first exchange.
+	Skill string
+	First bool
 	// BudgetTokens caps what is sent; the content is cut at four
 	// characters a token.
 	BudgetTokens int
@@ -82,8 +86,11 @@ would help a lab that lacks it, and keep within the budget.`
 func (m *Mediator) Share(ctx context.Context, protocol string, in ShareInput) (ShareAnswer, error) {
 	var p prompt.Builder
 	p.Section("Your answer", fmt.Sprintf("Budget: at most %d tokens of content. Neighbour: lab %s.", in.BudgetTokens, in.To))
+	if in.Skill != "" {
+		p.Section("Your lab's executor skill", prompt.Cap(in.Skill, plannerMaxSkillChars))
+	}
 	if in.Adopted != "" {
-		p.Section("Lines your executor skill gained", in.Adopted)
+		p.Section("Lines your executor skill gained since the last exchange", in.Adopted)
 	}
 	if len(in.Reports) > 0 {
 		p.Section("Your reports since the last exchange", prompt.Cap(strings.Join(in.Reports, "\n---\n"), 8000))
@@ -110,12 +117,17 @@ func (m *Mediator) Share(ctx context.Context, protocol string, in ShareInput) (S
 	return ans, nil
 }
 
-// offlineShare sends what the lab adopted; failing that, the diligence
-// lesson when a report shows a missing output; else nothing.
+// offlineShare sends what the lab adopted; failing that, at the first
+// exchange, the diligence lesson its skill carries; or the lesson when a
+// report shows a missing output; else nothing.
 func offlineShare(in ShareInput) ShareAnswer {
 	if strings.TrimSpace(in.Adopted) != "" {
 		return ShareAnswer{Send: true, Kind: ShareSkillDiff, Content: in.Adopted,
 			Reason: "My lab adopted these lines through its gate; a lab without them may gain from them."}
+	}
+	if in.First && strings.Contains(in.Skill, executor.DiligenceAdvice) {
+		return ShareAnswer{Send: true, Kind: ShareNote, Content: executor.DiligenceAdvice,
+			Reason: "My lab's skill carries this lesson; a lab without it may gain from it."}
 	}
 	for _, r := range in.Reports {
 		if missingOutput.MatchString(r) {

@@ -203,7 +203,7 @@ func broadcast(base Item, ex harness.Exchange) []Item {
 
 // mediate asks the sending lab's Mediator what to send this neighbour.
 func (x *Exchange) mediate(ctx context.Context, base Item, ex harness.Exchange) ([]Item, error) {
-	in := mediator.ShareInput{From: base.From, To: base.To, Iteration: ex.Iteration, BudgetTokens: x.settings.TokenBudget}
+	in := mediator.ShareInput{From: base.From, To: base.To, Iteration: ex.Iteration, BudgetTokens: x.settings.TokenBudget, First: ex.Since == 1}
 	it := base
 	if ex.Adopted != nil {
 		in.Adopted = ex.Adopted.Added()
@@ -214,7 +214,7 @@ func (x *Exchange) mediate(ctx context.Context, base Item, ex harness.Exchange) 
 		in.Reports = append(in.Reports, r.Content)
 		it.Evidence, it.Tasks = append(it.Evidence, r.EntryID), appendNew(it.Tasks, r.TaskID)
 	}
-	if in.Adopted == "" && len(in.Reports) == 0 {
+	if in.Adopted == "" && len(in.Reports) == 0 && !in.First {
 		it.Kind, it.Decision, it.Reason = KindNothing, DecisionNothing, "nothing was adopted or reported since the last exchange"
 		return []Item{it}, nil
 	}
