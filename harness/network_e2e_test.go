@@ -185,6 +185,15 @@ func TestNetworkRingOfThreeLabs(t *testing.T) {
 		if r.Diffusion == network.Mediated && r.Tokens == 0 {
 			t.Errorf("mediated diffusion spent no tokens: %+v", r)
 		}
+		adoptedFrom := 0
+		for _, l := range r.Labs {
+			for _, n := range l.AdoptedFrom {
+				adoptedFrom += n
+			}
+		}
+		if len(r.Labs) != 3 || adoptedFrom != r.Adopted {
+			t.Errorf("treatment %s: %d labs whose adoptions by origin sum to %d, want 3 labs summing to %d", r.Diffusion, len(r.Labs), adoptedFrom, r.Adopted)
+		}
 		if r.Diffusion != network.Mediated && r.Tokens != 0 {
 			t.Errorf("%s diffusion spent %d tokens deciding: only mediated decides", r.Diffusion, r.Tokens)
 		}

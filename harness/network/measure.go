@@ -114,11 +114,14 @@ type TreatmentResult struct {
 	// PlannerContextChars is the mean prior context a Planner carried per
 	// train trial.
 	PlannerContextChars float64 `json:"planner_context_chars"`
+	// Labs are the treatment's labs one by one.
+	Labs []LabResult `json:"labs"`
 }
 
 // Compare answers the network's question: each treatment on the held-out
 // estimand, with an interval over seeds, and what diffusion cost in
-// tokens and Planner context.
+// tokens and Planner context; and the same per lab, with its adoptions by
+// the lab they came from.
 func Compare(dir string, level float64) ([]TreatmentResult, error) {
 	m, err := Design(dir)
 	if err != nil {
@@ -128,65 +131,133 @@ func Compare(dir string, level float64) ([]TreatmentResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	heldOut := len(m.HeldOutTasks) > 0
 	var out []TreatmentResult
 	for _, diff := range m.Network.Diffusion {
-		tr := TreatmentResult{Diffusion: diff, Estimand: "train_last", SeedMeans: map[int64]float64{}, Level: level}
-		if heldOut {
-			tr.Estimand = "held_out"
+		tr, err := treatment(dir, m, diff, level)
+		if err != nil {
+			return nil, err
 		}
-		var ctxSum, ctxN float64
-		for _, seed := range m.Seeds {
-			tasks := map[string][]float64{}
-			for _, lab := range m.Network.Labs {
-				rows, err := rundir.ReadMetrics(filepath.Join(dir, RowName(m, diff, lab, seed), rundir.MetricsDir))
-				if err != nil {
-					return nil, err
-				}
-				for _, r := range estimandRows(rows, heldOut, m.Iterations) {
-					tasks[lab+"/"+r.TaskID] = append(tasks[lab+"/"+r.TaskID], *r.Reward)
-				}
-				for _, r := range rows {
-					if r.RowPhase() == rundir.PhaseTrain && r.PlannerContextChars != nil {
-						ctxSum += float64(*r.PlannerContextChars)
-						ctxN++
-					}
-				}
-			}
-			if len(tasks) > 0 {
-				tr.SeedMeans[seed] = stats.MacroMean(tasks)
-			}
-		}
-		if ctxN > 0 {
-			tr.PlannerContextChars = ctxSum / ctxN
-		}
-		var means []float64
-		for _, seed := range m.Seeds {
-			if v, ok := tr.SeedMeans[seed]; ok {
-				means = append(means, v)
-			}
-		}
-		if len(means) > 0 {
-			tr.Mean = mean(means)
-		}
-		if iv, err := stats.MeanCI(means, level); err == nil {
-			tr.Low, tr.High = &iv.Low, &iv.High
-		}
-		for _, r := range recs {
-			if r.Diffusion != diff {
-				continue
-			}
-			tr.Tokens += r.Tokens
-			if r.Decision == DecisionSent {
-				tr.Items++
-			}
-			if r.ReceiverDecision == ReceiverAdopted {
-				tr.Adopted++
-			}
-		}
+		tally(&tr, recs)
 		out = append(out, tr)
 	}
 	return out, nil
+}
+
+// LabResult is one lab under one treatment.
+type LabResult struct {
+	Lab                 string            `json:"lab"`
+	SeedMeans           map[int64]float64 `json:"seed_means"`
+	Mean                float64           `json:"mean"`
+	PlannerContextChars float64           `json:"planner_context_chars"`
+	// Sent counts the items the lab sent and TokensSent what deciding on
+	// them cost; AdoptedFrom the items it adopted, by the lab they came from.
+	Sent        int            `json:"items_sent"`
+	TokensSent  int64          `json:"diffusion_tokens"`
+	AdoptedFrom map[string]int `json:"adopted_from"`
+}
+
+// treatment reads every lab's rows of one treatment.
+func treatment(dir string, m *rundir.Manifest, diff string, level float64) (TreatmentResult, error) {
+	heldOut := len(m.HeldOutTasks) > 0
+	tr := TreatmentResult{Diffusion: diff, Estimand: "train_last", SeedMeans: map[int64]float64{}, Level: level}
+	if heldOut {
+		tr.Estimand = "held_out"
+	}
+	perSeed := map[int64]map[string][]float64{}
+	var ctxSum, ctxN float64
+	for _, lab := range m.Network.Labs {
+		lr := LabResult{Lab: lab, SeedMeans: map[int64]float64{}, AdoptedFrom: map[string]int{}}
+		var labCtx, labN float64
+		for _, seed := range m.Seeds {
+			rows, err := rundir.ReadMetrics(filepath.Join(dir, RowName(m, diff, lab, seed), rundir.MetricsDir))
+			if err != nil {
+				return tr, err
+			}
+			tasks := map[string][]float64{}
+			for _, r := range estimandRows(rows, heldOut, m.Iterations) {
+				tasks[r.TaskID] = append(tasks[r.TaskID], *r.Reward)
+				if perSeed[seed] == nil {
+					perSeed[seed] = map[string][]float64{}
+				}
+				perSeed[seed][lab+"/"+r.TaskID] = append(perSeed[seed][lab+"/"+r.TaskID], *r.Reward)
+			}
+			if len(tasks) > 0 {
+				lr.SeedMeans[seed] = stats.MacroMean(tasks)
+			}
+			for _, r := range rows {
+				if r.RowPhase() == rundir.PhaseTrain && r.PlannerContextChars != nil {
+					labCtx += float64(*r.PlannerContextChars)
+					labN++
+				}
+			}
+		}
+		lr.Mean = meanOf(lr.SeedMeans, m.Seeds)
+		if labN > 0 {
+			lr.PlannerContextChars = labCtx / labN
+		}
+		ctxSum, ctxN = ctxSum+labCtx, ctxN+labN
+		tr.Labs = append(tr.Labs, lr)
+	}
+	for seed, tasks := range perSeed {
+		tr.SeedMeans[seed] = stats.MacroMean(tasks)
+	}
+	if ctxN > 0 {
+		tr.PlannerContextChars = ctxSum / ctxN
+	}
+	tr.Mean = meanOf(tr.SeedMeans, m.Seeds)
+	var means []float64
+	for _, seed := range m.Seeds {
+		if v, ok := tr.SeedMeans[seed]; ok {
+			means = append(means, v)
+		}
+	}
+	if iv, err := stats.MeanCI(means, level); err == nil {
+		tr.Low, tr.High = &iv.Low, &iv.High
+	}
+	return tr, nil
+}
+
+// tally counts a treatment's items, in all and per lab.
+func tally(tr *TreatmentResult, recs []Record) {
+	byLab := map[string]*LabResult{}
+	for i := range tr.Labs {
+		byLab[tr.Labs[i].Lab] = &tr.Labs[i]
+	}
+	for _, r := range recs {
+		if r.Diffusion != tr.Diffusion {
+			continue
+		}
+		tr.Tokens += r.Tokens
+		if from := byLab[r.From]; from != nil {
+			from.TokensSent += r.Tokens
+			if r.Decision == DecisionSent {
+				from.Sent++
+			}
+		}
+		if r.Decision == DecisionSent {
+			tr.Items++
+		}
+		if r.ReceiverDecision == ReceiverAdopted {
+			tr.Adopted++
+			if to := byLab[r.To]; to != nil {
+				to.AdoptedFrom[r.From]++
+			}
+		}
+	}
+}
+
+// meanOf is the mean of the values of the seeds that have one.
+func meanOf(bySeed map[int64]float64, seeds []int64) float64 {
+	var x []float64
+	for _, s := range seeds {
+		if v, ok := bySeed[s]; ok {
+			x = append(x, v)
+		}
+	}
+	if len(x) == 0 {
+		return 0
+	}
+	return mean(x)
 }
 
 // estimandRows are the scored rows the estimand averages: the last eval

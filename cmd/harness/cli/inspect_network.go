@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -64,6 +66,21 @@ func writeNetworkCompare(w io.Writer, res []network.TreatmentResult) error {
 			iv = fmt.Sprintf("[%.3f, %.3f] %.0f%%", *r.Low, *r.High, 100*r.Level)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%s\t%d\t%d\t%d\t%.0f\n", r.Diffusion, r.Estimand, r.Mean, iv, r.Items, r.Adopted, r.Tokens, r.PlannerContextChars)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nPer lab:")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DIFFUSION\tLAB\tMEAN\tSENT\tDIFFUSION TOKENS\tADOPTED FROM\tPLANNER CONTEXT")
+	for _, r := range res {
+		for _, l := range r.Labs {
+			var from []string
+			for _, o := range slices.Sorted(maps.Keys(l.AdoptedFrom)) {
+				from = append(from, fmt.Sprintf("%s:%d", o, l.AdoptedFrom[o]))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.3f\t%d\t%d\t%s\t%.0f\n", r.Diffusion, l.Lab, l.Mean, l.Sent, l.TokensSent, dash(strings.Join(from, " ")), l.PlannerContextChars)
+		}
 	}
 	return tw.Flush()
 }

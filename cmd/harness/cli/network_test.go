@@ -174,3 +174,23 @@ func TestInspectDiffusionJSON(t *testing.T) {
 		t.Errorf("a run directory: exit %d, %q", r.code, r.errOut)
 	}
 }
+
+// The compare text shows each treatment with its interval over seeds (or
+// says there is none) and each lab's adoptions by origin.
+func TestWriteNetworkCompare(t *testing.T) {
+	lo, hi := 0.4, 0.8
+	res := []network.TreatmentResult{
+		{Diffusion: "none", Estimand: "held_out", Mean: 0.5, Level: 0.95, Labs: []network.LabResult{{Lab: "a", AdoptedFrom: map[string]int{}}}},
+		{Diffusion: "mediated", Estimand: "held_out", Mean: 0.6, Low: &lo, High: &hi, Level: 0.95, Items: 3, Adopted: 2, Tokens: 120,
+			Labs: []network.LabResult{{Lab: "b", Sent: 1, AdoptedFrom: map[string]int{"a": 2}}}},
+	}
+	var b strings.Builder
+	if err := writeNetworkCompare(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"- (one seed)", "[0.400, 0.800] 95%", "120", "a:2", "Per lab:"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("compare text lacks %q:\n%s", want, b.String())
+		}
+	}
+}
