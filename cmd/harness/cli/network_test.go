@@ -194,3 +194,21 @@ func TestWriteNetworkCompare(t *testing.T) {
 		}
 	}
 }
+
+// A network resumed as a plain matrix would run its labs without their
+// barrier: refused, naming the command that resumes it.
+func TestMatrixRefusesToResumeANetwork(t *testing.T) {
+	cfg, err := config.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := rundir.Create(t.TempDir(), rundir.Spec{Manifest: rundir.Manifest{Kind: rundir.KindMatrix, Name: "network",
+		Rows: []string{"none-a"}, Network: &rundir.NetworkRecord{Labs: []string{"a", "b"}, Topology: "ring", Diffusion: []string{"none"}}}, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, nil, "matrix", "--resume", md.Path)
+	if r.code != ExitUsage || !strings.Contains(r.errOut, "harness network --resume") {
+		t.Errorf("exit %d, stderr %q", r.code, r.errOut)
+	}
+}
