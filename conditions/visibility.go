@@ -174,15 +174,18 @@ const (
 	// ConsumerMediatorShare is the Mediator deciding, at a network's
 	// diffusion barrier, what to send a neighbouring lab.
 	ConsumerMediatorShare Consumer = "mediator_share"
-	ConsumerAdvisor       Consumer = "advisor"
-	ConsumerReflector     Consumer = "reflector"
-	ConsumerCompactor     Consumer = "compactor"
+	// ConsumerMediatorIntake is the Mediator deciding, under mediated
+	// diffusion, whether an item another lab sent goes on to its lab.
+	ConsumerMediatorIntake Consumer = "mediator_intake"
+	ConsumerAdvisor        Consumer = "advisor"
+	ConsumerReflector      Consumer = "reflector"
+	ConsumerCompactor      Consumer = "compactor"
 )
 
 // Consumers lists every consumer in documentation order.
 func Consumers() []Consumer {
 	return []Consumer{ConsumerPlannerPlan, ConsumerPlannerProposal, ConsumerPlannerDraft, ConsumerExecutor,
-		ConsumerExplore, ConsumerPlan, ConsumerCode, ConsumerMediator, ConsumerMediatorShare, ConsumerAdvisor, ConsumerReflector, ConsumerCompactor}
+		ConsumerExplore, ConsumerPlan, ConsumerCode, ConsumerMediator, ConsumerMediatorShare, ConsumerMediatorIntake, ConsumerAdvisor, ConsumerReflector, ConsumerCompactor}
 }
 
 // Role is the model role whose calls the consumer makes.
@@ -196,7 +199,7 @@ func (c Consumer) Role() Role {
 		return RolePlan
 	case ConsumerCode:
 		return RoleCode
-	case ConsumerMediatorShare:
+	case ConsumerMediatorShare, ConsumerMediatorIntake:
 		return RoleMediator
 	}
 	return Role(c)
@@ -277,6 +280,12 @@ func (s Setting) Visible(c Consumer) EvidenceSet {
 		if s.CrossTask {
 			out = out.With(EvidenceOtherReports)
 		}
+	case ConsumerMediatorIntake:
+		// The item and what it would change: nothing of its own lab's trials.
+		if !s.Network || !s.Condition.MediatorRuns() {
+			return 0
+		}
+		out = out.With(EvidenceNetworkItems, EvidenceExecutorSkill, EvidenceMediatorSkill)
 	case ConsumerAdvisor:
 		if s.Condition.ProposalFeedback() == FeedbackNone {
 			return 0

@@ -84,8 +84,8 @@ func TestVisibilityRules(t *testing.T) {
 			}
 			return true
 		}},
-		{"another lab's items reach only the Advisor and the Planner's draft, and only in a network", func(s Setting, c Consumer, got EvidenceSet) bool {
-			return !got.Has(EvidenceNetworkItems) || (s.Network && (c == ConsumerAdvisor || c == ConsumerPlannerDraft))
+		{"another lab's items reach only the receiving Mediator, the Advisor and the Planner's draft, and only in a network", func(s Setting, c Consumer, got EvidenceSet) bool {
+			return !got.Has(EvidenceNetworkItems) || (s.Network && (c == ConsumerMediatorIntake || c == ConsumerAdvisor || c == ConsumerPlannerDraft))
 		}},
 		{"the share decision is made only in a network, from the Mediator's own writing", func(s Setting, c Consumer, got EvidenceSet) bool {
 			if c != ConsumerMediatorShare {
@@ -97,7 +97,7 @@ func TestVisibilityRules(t *testing.T) {
 		{"outside a network nothing differs from the same setting without it but the network's own evidence", func(s Setting, c Consumer, got EvidenceSet) bool {
 			off := s
 			off.Network = false
-			return c == ConsumerMediatorShare || got&^EvidenceSet(0).With(EvidenceNetworkItems) == off.Visible(c)
+			return c == ConsumerMediatorShare || c == ConsumerMediatorIntake || got&^EvidenceSet(0).With(EvidenceNetworkItems) == off.Visible(c)
 		}},
 		{"no_feedback gives the Planner nothing of earlier trials", func(s Setting, c Consumer, got EvidenceSet) bool {
 			if s.Condition != NoFeedback {
@@ -164,7 +164,7 @@ func TestAgentsDocShowsTheContract(t *testing.T) {
 var consumerHeading = map[Consumer]string{
 	ConsumerPlannerPlan: "Planner: plan", ConsumerPlannerProposal: "Planner: proposal", ConsumerPlannerDraft: "Planner: draft",
 	ConsumerExecutor: "Executor / coordinator", ConsumerExplore: "explore", ConsumerPlan: "plan", ConsumerCode: "code",
-	ConsumerMediator: "Mediator", ConsumerMediatorShare: "Mediator: share", ConsumerAdvisor: "Advisor", ConsumerReflector: "Reflector", ConsumerCompactor: "Compactor",
+	ConsumerMediator: "Mediator", ConsumerMediatorShare: "Mediator: share", ConsumerMediatorIntake: "Mediator: intake", ConsumerAdvisor: "Advisor", ConsumerReflector: "Reflector", ConsumerCompactor: "Compactor",
 }
 
 // conditionAbbrev shortens condition names so the table fits a page; the

@@ -29,6 +29,9 @@ type Exchange struct {
 	// Share asks the lab's own Mediator what to send one neighbour (the
 	// mediated treatment), and says what the call cost.
 	Share func(ctx context.Context, in mediator.ShareInput) (mediator.ShareAnswer, llm.Usage, error)
+	// Intake asks the lab's own Mediator whether an item another lab sent
+	// goes on to its Advisor and Planner (mediated), and says what it cost.
+	Intake func(ctx context.Context, in mediator.IntakeInput) (mediator.IntakeAnswer, llm.Usage, error)
 }
 
 // SkillChange is how the lab's executor skill changed in a window.
@@ -89,7 +92,7 @@ func (r *Run) diffuse(ctx context.Context, it int) error {
 	}) {
 		x.Reports = append(x.Reports, ReportItem{EntryID: e.ID, TaskID: e.TaskID, Iteration: e.Iteration, Content: e.Content})
 	}
-	x.Share = r.share
+	x.Share, x.Intake = r.share, r.intake
 	in, err := r.Barrier(ctx, x)
 	if err != nil {
 		return fmt.Errorf("diffusion barrier after iteration %d: %w", it, err)
@@ -184,5 +187,32 @@ func (r *Run) share(ctx context.Context, in mediator.ShareInput) (mediator.Share
 	defer tap.Close()
 	m := mediator.Mediator{Client: r.Clients.Get(conditions.RoleMediator), Caller: caller, Seed: r.Spec.Seed}
 	ans, err := m.Share(ctx, string(protocol.Content), in)
+	return ans, coevoUsage(tap.Take()), err
+}
+
+// intake makes the lab's Mediator's intake decision on one received item,
+// charged to the Mediator under a caller of its own per sender and
+// iteration.
+func (r *Run) intake(ctx context.Context, in mediator.IntakeInput) (mediator.IntakeAnswer, llm.Usage, error) {
+	seen := r.visible(conditions.ConsumerMediatorIntake)
+	if !seen.Has(conditions.EvidenceNetworkItems) {
+		return mediator.IntakeAnswer{}, llm.Usage{}, fmt.Errorf("condition %s makes no intake decision: a network's labs run a mediator condition", r.Spec.Condition)
+	}
+	if seen.Has(conditions.EvidenceExecutorSkill) {
+		sk, err := r.store.Read(conditions.RoleExecutor)
+		if err != nil {
+			return mediator.IntakeAnswer{}, llm.Usage{}, fmt.Errorf("read the executor skill: %w", err)
+		}
+		in.Skill = string(sk.Content)
+	}
+	protocol, err := r.store.Read(conditions.RoleMediator)
+	if err != nil {
+		return mediator.IntakeAnswer{}, llm.Usage{}, fmt.Errorf("read the mediator skill: %w", err)
+	}
+	caller := rundir.MediatorCaller(rundir.TrialID(in.Iteration, "intake-"+in.From)).String()
+	tap := r.Ledger.Tap(func(c string) bool { return c == caller })
+	defer tap.Close()
+	m := mediator.Mediator{Client: r.Clients.Get(conditions.RoleMediator), Caller: caller, Seed: r.Spec.Seed}
+	ans, err := m.Intake(ctx, string(protocol.Content), in)
 	return ans, coevoUsage(tap.Take()), err
 }

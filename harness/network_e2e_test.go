@@ -149,8 +149,11 @@ func TestNetworkRingOfThreeLabs(t *testing.T) {
 			continue
 		}
 		sent[r.Diffusion]++
-		if !r.Delivered {
-			t.Errorf("item %s was sent and never delivered", r.ID)
+		if r.Delivered == (r.ReceiverDecision == network.ReceiverDropped) {
+			t.Errorf("item %s was sent and is neither taken in nor dropped by its receiver: %+v", r.ID, r)
+		}
+		if r.Diffusion == network.Mediated && r.ReceiverTokens == 0 {
+			t.Errorf("item %s reached a mediated lab without its Mediator deciding on it", r.ID)
 		}
 		if len(r.Evidence) == 0 {
 			t.Errorf("item %s names no evidence it came from", r.ID)
@@ -213,13 +216,19 @@ func checkDeliveredOnce(t *testing.T, dir string, recs []network.Record) {
 	files, _ := filepath.Glob(filepath.Join(dir, rundir.NetworkDir, "*", "inbox", "*", "*.json"))
 	seen := map[string]bool{}
 	for _, f := range files {
-		var rec struct{ IDs []string }
+		var rec struct {
+			IDs     []string
+			Dropped map[string]string
+		}
 		data, err := os.ReadFile(f)
 		if err != nil || json.Unmarshal(data, &rec) != nil {
 			t.Fatalf("inbox ledger %s: %v", f, err)
 		}
 		group := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(f))))
 		lab := filepath.Base(filepath.Dir(f))
+		for id := range rec.Dropped {
+			rec.IDs = append(rec.IDs, id) // decided on, and so received, once
+		}
 		for _, id := range rec.IDs {
 			key := id + "@" + group
 			if seen[key] {

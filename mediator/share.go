@@ -137,3 +137,79 @@ func offlineShare(in ShareInput) ShareAnswer {
 	}
 	return ShareAnswer{Reason: "Nothing adopted and no lesson in my reports worth a neighbour's attention."}
 }
+
+// KindIntake is the receiving Mediator's decision, in a network of labs,
+// on whether an item another lab sent goes on to its lab's Advisor and
+// Planner.
+const KindIntake llm.Kind = "intake"
+
+const schemaIntake = "intake"
+
+// IntakeInput is an item as the receiving Mediator sees it.
+type IntakeInput struct {
+	From, To  string
+	Iteration int
+	Kind      string
+	Content   string
+	// Skill is the receiving lab's executor skill.
+	Skill string
+}
+
+// IntakeAnswer is the receiving Mediator's decision on one item.
+type IntakeAnswer struct {
+	Pass   bool   `json:"pass"`
+	Reason string `json:"reason"`
+}
+
+// Validate checks that the decision gives its reason.
+func (a IntakeAnswer) Validate() error {
+	if strings.TrimSpace(a.Reason) == "" {
+		return errors.New("intake decision has no reason")
+	}
+	return nil
+}
+
+const intakeHeader = `Your lab is one of several labs working on the same tasks. Another lab sent the item below. Decide
+whether it goes on to your lab's Advisor and Planner as a proposal for your executor skill (they still review it
+and validate it on your own models before anything changes), or is dropped: drop what your skill already says,
+what is off the point, and what cannot help an executor.`
+
+// Intake decides whether an item from another lab goes on to the lab's
+// Advisor and Planner.
+func (m *Mediator) Intake(ctx context.Context, protocol string, in IntakeInput) (IntakeAnswer, error) {
+	var p prompt.Builder
+	p.Section("Your answer", fmt.Sprintf("Item from lab %s (%s). Pass it on, or drop it, and say why.", in.From, in.Kind))
+	p.Section("The item", prompt.Cap(in.Content, plannerMaxFeedbackChars))
+	if in.Skill != "" {
+		p.Section("Your lab's executor skill", prompt.Cap(in.Skill, plannerMaxSkillChars))
+	}
+	ans, _, err := ask(ctx, m.Client, call[IntakeAnswer]{
+		What:   fmt.Sprintf("intake decision of lab %s on an item from lab %s after iteration %d", in.To, in.From, in.Iteration),
+		Kind:   KindIntake,
+		Caller: m.Caller,
+		Seed:   prompt.Seed(m.Seed, string(KindIntake), in.From, in.To, strconv.Itoa(in.Iteration), in.Content),
+		System: prompt.System(mediatorRole, protocol, intakeHeader),
+		User:   p.String(), Schema: objectSchema(map[string]any{"pass": boolean(), "reason": str("why it goes on, or why not")}),
+		SchemaName: schemaIntake,
+		// An unusable answer passes the item on: the Advisor and the gate
+		// still stand between it and the skill.
+		Fallback: IntakeAnswer{Pass: true, Reason: ReasonInvalidOutput},
+		Offline:  func(int64) IntakeAnswer { return offlineIntake(in) },
+	})
+	return ans, err
+}
+
+// offlineIntake drops an item whose lines the skill already holds and
+// passes the rest on.
+func offlineIntake(in IntakeInput) IntakeAnswer {
+	missing := false
+	for _, l := range strings.Split(in.Content, "\n") {
+		if t := strings.TrimSpace(l); t != "" && !strings.Contains(in.Skill, t) {
+			missing = true
+		}
+	}
+	if !missing {
+		return IntakeAnswer{Reason: "My lab's skill already says this."}
+	}
+	return IntakeAnswer{Pass: true, Reason: "My lab's skill lacks this; the Advisor should weigh it."}
+}

@@ -62,3 +62,27 @@ func TestShareAnswerValidate(t *testing.T) {
 		}
 	}
 }
+
+// Offline, the receiving Mediator drops an item whose lines its lab's
+// skill already holds and passes the rest on, always saying why.
+func TestIntakeOffline(t *testing.T) {
+	skill := "- Read the task first.\n" + executor.DiligenceAdvice + "\n"
+	tests := []struct {
+		content string
+		pass    bool
+	}{
+		{executor.DiligenceAdvice, false},
+		{"- Read the task first.\n" + executor.DiligenceAdvice, false},
+		{"- Run the tests before you submit.", true},
+	}
+	for _, tt := range tests {
+		m := &Mediator{Client: client(llm.NewOffline(4)), Caller: "mediator", Seed: 4}
+		ans, err := m.Intake(context.Background(), defaultSkill(t, "mediator"), IntakeInput{From: "a", To: "b", Iteration: 1, Kind: ShareNote, Content: tt.content, Skill: skill})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ans.Pass != tt.pass || ans.Reason == "" {
+			t.Errorf("Intake(%q) = %+v, want pass %v with a reason", tt.content, ans, tt.pass)
+		}
+	}
+}

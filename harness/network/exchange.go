@@ -61,10 +61,14 @@ type Item struct {
 	Tokens int64 `json:"tokens"`
 }
 
-// receipt is a lab's inbox ledger for one barrier.
+// receipt is a lab's inbox ledger for one barrier: the ids it took in,
+// and under mediated those its Mediator dropped, with why and what each
+// decision cost.
 type receipt struct {
-	Iteration int      `json:"iteration"`
-	IDs       []string `json:"ids"`
+	Iteration int               `json:"iteration"`
+	IDs       []string          `json:"ids"`
+	Dropped   map[string]string `json:"dropped,omitempty"`
+	Tokens    map[string]int64  `json:"tokens,omitempty"`
 }
 
 // Exchange moves items between the labs of one network experiment
@@ -138,7 +142,7 @@ func (x *Exchange) Barrier(row harness.RowSpec) harness.BarrierFunc {
 		if err := x.send(ctx, d, group, row, ex); err != nil {
 			return nil, err
 		}
-		return x.receive(ctx, group, row.Lab, ex.Iteration)
+		return x.receive(ctx, d, group, row.Lab, ex)
 	}
 }
 
@@ -245,8 +249,12 @@ func appendNew(xs []string, s string) []string {
 }
 
 // receive waits for the outbox of every lab that may send to lab, takes
-// the items addressed to it and records their ids in its inbox ledger.
-func (x *Exchange) receive(ctx context.Context, group, lab string, it int) ([]mediator.Proposal, error) {
+// the items addressed to it (under mediated, those its Mediator passes on)
+// and records their ids in its inbox ledger. A ledger an earlier attempt
+// wrote is taken as it is, so no decision is made twice.
+func (x *Exchange) receive(ctx context.Context, d, group, lab string, ex harness.Exchange) ([]mediator.Proposal, error) {
+	it := ex.Iteration
+	byID := map[string]Item{}
 	var got []Item
 	for _, from := range x.senders[lab] {
 		items, err := x.await(ctx, group, from, it)
@@ -256,24 +264,78 @@ func (x *Exchange) receive(ctx context.Context, group, lab string, it int) ([]me
 		for _, item := range items {
 			if item.To == lab && item.Decision == DecisionSent {
 				got = append(got, item)
+				byID[item.ID] = item
 			}
 		}
 	}
-	rec := receipt{Iteration: it, IDs: []string{}}
-	var out []mediator.Proposal
-	for _, item := range got {
-		rec.IDs = append(rec.IDs, item.ID)
-		out = append(out, item.proposal())
-	}
 	path := x.path(rundir.NetworkInbox(group, lab, it))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("create inbox of lab %s: %w", lab, err)
+	rec, err := readReceipt(path)
+	if err != nil {
+		return nil, err
 	}
-	// Rewritten whole, with the same ids, when the barrier runs again.
-	if err := durable.WriteJSON(path, rec); err != nil {
-		return nil, fmt.Errorf("write inbox ledger of lab %s after iteration %d: %w", lab, it, err)
+	if rec == nil {
+		if rec, err = x.decide(ctx, d, lab, ex, got); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, fmt.Errorf("create inbox of lab %s: %w", lab, err)
+		}
+		if err := durable.WriteJSON(path, rec); err != nil {
+			return nil, fmt.Errorf("write inbox ledger of lab %s after iteration %d: %w", lab, it, err)
+		}
+	}
+	var out []mediator.Proposal
+	for _, id := range rec.IDs {
+		if item, ok := byID[id]; ok {
+			out = append(out, item.proposal())
+		}
 	}
 	return out, nil
+}
+
+// decide is the inbox ledger of a barrier: every item taken in, or under
+// mediated those the receiving Mediator passes on.
+func (x *Exchange) decide(ctx context.Context, d, lab string, ex harness.Exchange, got []Item) (*receipt, error) {
+	rec := &receipt{Iteration: ex.Iteration, IDs: []string{}}
+	for _, item := range got {
+		if d != Mediated {
+			rec.IDs = append(rec.IDs, item.ID)
+			continue
+		}
+		if ex.Intake == nil {
+			return nil, errors.New("mediated diffusion: the lab gives no intake decision")
+		}
+		ans, usage, err := ex.Intake(ctx, mediator.IntakeInput{From: item.From, To: lab, Iteration: ex.Iteration, Kind: item.Kind, Content: item.Content})
+		if err != nil {
+			return nil, fmt.Errorf("lab %s's Mediator deciding on item %s: %w", lab, item.ID, err)
+		}
+		if rec.Tokens == nil {
+			rec.Tokens, rec.Dropped = map[string]int64{}, map[string]string{}
+		}
+		rec.Tokens[item.ID] = usage.InputTokens + usage.OutputTokens
+		if ans.Pass {
+			rec.IDs = append(rec.IDs, item.ID)
+		} else {
+			rec.Dropped[item.ID] = ans.Reason
+		}
+	}
+	return rec, nil
+}
+
+// readReceipt reads an inbox ledger; nil when there is none yet.
+func readReceipt(path string) (*receipt, error) {
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read inbox ledger: %w", err)
+	}
+	var rec receipt
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, fmt.Errorf("read inbox ledger %s: %w", path, err)
+	}
+	return &rec, nil
 }
 
 // await waits for a sender's outbox of a barrier.

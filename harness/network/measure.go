@@ -107,7 +107,7 @@ type TreatmentResult struct {
 	High      *float64          `json:"high,omitempty"`
 	Level     float64           `json:"level"`
 	// Items counts what was sent, Adopted what receivers adopted, Tokens
-	// what the share decisions cost.
+	// what the share and intake decisions cost.
 	Items   int   `json:"items_sent"`
 	Adopted int   `json:"items_adopted"`
 	Tokens  int64 `json:"diffusion_tokens"`
@@ -154,6 +154,9 @@ type LabResult struct {
 	Sent        int            `json:"items_sent"`
 	TokensSent  int64          `json:"diffusion_tokens"`
 	AdoptedFrom map[string]int `json:"adopted_from"`
+	// TokensIntake is what the lab's Mediator spent deciding on the items
+	// it received (mediated).
+	TokensIntake int64 `json:"intake_tokens"`
 }
 
 // treatment reads every lab's rows of one treatment.
@@ -227,7 +230,10 @@ func tally(tr *TreatmentResult, recs []Record) {
 		if r.Diffusion != tr.Diffusion {
 			continue
 		}
-		tr.Tokens += r.Tokens
+		tr.Tokens += r.Tokens + r.ReceiverTokens
+		if to := byLab[r.To]; to != nil {
+			to.TokensIntake += r.ReceiverTokens
+		}
 		if from := byLab[r.From]; from != nil {
 			from.TokensSent += r.Tokens
 			if r.Decision == DecisionSent {

@@ -18,6 +18,7 @@ const (
 	ReceiverAdopted      = "adopted"       // its batch passed the lab's Advisor and gate
 	ReceiverRejected     = "rejected"      // the lab's Advisor or gate turned its batch down
 	ReceiverPending      = "pending"       // taken in, its batch not decided yet
+	ReceiverDropped      = "dropped"       // the receiving Mediator did not pass it on (mediated)
 	ReceiverNotDelivered = "not_delivered" // sent, not (yet) taken in
 	ReceiverNone         = ""              // nothing was sent
 )
@@ -30,6 +31,9 @@ type Record struct {
 	ReceiverDecision string `json:"receiver_decision,omitempty"`
 	ReceiverReason   string `json:"receiver_reason,omitempty"`
 	ReceiverBatch    string `json:"receiver_batch,omitempty"`
+	// ReceiverTokens is what the receiving Mediator's intake decision cost
+	// (mediated only).
+	ReceiverTokens int64 `json:"receiver_tokens"`
 	// SkillHashBefore and SkillHashAfter are the receiver's executor skill
 	// around the adoption that took the item.
 	SkillHashBefore string `json:"skill_hash_before,omitempty"`
@@ -92,8 +96,12 @@ func Records(dir string) ([]Record, error) {
 					}
 					fates[row] = log
 				}
-				rec.Delivered = delivered(dir, item)
+				var dropped string
+				rec.Delivered, dropped, rec.ReceiverTokens = delivery(dir, item)
 				log.fill(&rec)
+				if dropped != "" {
+					rec.ReceiverDecision, rec.ReceiverReason = ReceiverDropped, dropped
+				}
 			}
 			out = append(out, rec)
 		}
@@ -108,14 +116,14 @@ func Records(dir string) ([]Record, error) {
 	return out, nil
 }
 
-// delivered reports whether the receiver's inbox ledger holds the item.
-func delivered(dir string, item Item) bool {
-	data, err := os.ReadFile(filepath.Join(dir, rundir.NetworkInbox(rundir.NetworkGroup(item.Diffusion, item.Seed), item.To, item.Iteration)))
-	if err != nil {
-		return false
+// delivery is what the receiver's inbox ledger says of an item: taken in,
+// or dropped by its Mediator (with why), and what deciding cost.
+func delivery(dir string, item Item) (taken bool, dropped string, tokens int64) {
+	rec, err := readReceipt(filepath.Join(dir, rundir.NetworkInbox(rundir.NetworkGroup(item.Diffusion, item.Seed), item.To, item.Iteration)))
+	if err != nil || rec == nil {
+		return false, "", 0
 	}
-	var rec receipt
-	return json.Unmarshal(data, &rec) == nil && slices.Contains(rec.IDs, item.ID)
+	return slices.Contains(rec.IDs, item.ID), rec.Dropped[item.ID], rec.Tokens[item.ID]
 }
 
 // receiverLog is what a receiving row decided about proposals, by id.
