@@ -83,6 +83,7 @@ const (
 	EvidenceHistory
 	EvidenceOtherStudents
 	EvidenceRoutedItems
+	EvidenceNetworkItems
 	evidenceCount
 )
 
@@ -112,6 +113,7 @@ var evidenceText = [evidenceCount]string{
 	EvidenceHistory:          "history entries (plans, reports, proposals) with delayed rewards, their own trial's outcome and what they were written from",
 	EvidenceOtherStudents:    "other students' proposals, each with the feedback it came from and its trial's outcome",
 	EvidenceRoutedItems:      "items the Mediator routed from other students (a note or a forwarded proposal), each with its source trial and reason",
+	EvidenceNetworkItems:     "items other labs of a network sent (skill diffs, notes, reports), each with its sender and reason; in a network only",
 }
 
 // String describes the evidence in plain words.
@@ -182,13 +184,19 @@ const (
 	// ConsumerMetaReview is the Reflector's summary of recurring critiques
 	// for the Planner.
 	ConsumerMetaReview Consumer = "meta_review"
+	// ConsumerMediatorShare is the Mediator deciding, at a network's
+	// diffusion barrier, what to send a neighbouring lab.
+	ConsumerMediatorShare Consumer = "mediator_share"
+	// ConsumerMediatorIntake is the Mediator deciding, under mediated
+	// diffusion, whether an item another lab sent goes on to its lab.
+	ConsumerMediatorIntake Consumer = "mediator_intake"
 )
 
 // Consumers lists every consumer in documentation order.
 func Consumers() []Consumer {
 	return []Consumer{ConsumerPlannerPlan, ConsumerPlannerProposal, ConsumerPlannerDraft, ConsumerExecutor,
-		ConsumerExplore, ConsumerPlan, ConsumerCode, ConsumerMediator, ConsumerRouter, ConsumerAdvisor, ConsumerReflector, ConsumerCompactor,
-		ConsumerJudge, ConsumerMetaReview}
+		ConsumerExplore, ConsumerPlan, ConsumerCode, ConsumerMediator, ConsumerRouter, ConsumerMediatorShare, ConsumerMediatorIntake, ConsumerAdvisor,
+		ConsumerReflector, ConsumerCompactor, ConsumerJudge, ConsumerMetaReview}
 }
 
 // Role is the model role whose calls the consumer makes.
@@ -204,7 +212,7 @@ func (c Consumer) Role() Role {
 		return RoleCode
 	case ConsumerMetaReview:
 		return RoleReflector
-	case ConsumerRouter:
+	case ConsumerRouter, ConsumerMediatorShare, ConsumerMediatorIntake:
 		return RoleMediator
 	}
 	return Role(c)
@@ -218,6 +226,10 @@ type Setting struct {
 	CrossTask bool
 	// Routing is the row's routing between students; empty is isolated.
 	Routing Routing
+	// Network is set for a lab of a network experiment whose treatment
+	// sends items (broadcast or mediated): only then do other labs' items
+	// reach it, and does its Mediator decide what to send.
+	Network bool
 }
 
 // traceEvidence is what a digest of one trial may carry at level v: the
@@ -260,6 +272,9 @@ func (s Setting) Visible(c Consumer) EvidenceSet {
 			return 0
 		}
 		out = out.With(EvidenceExecutorSkill, EvidenceProposals, EvidenceAdvice) | s.fromStudents()
+		if s.Network {
+			out = out.With(EvidenceNetworkItems)
+		}
 	case ConsumerExecutor:
 		out = out.With(EvidenceInstruction, EvidencePlan, EvidenceExecutorSkill, EvidenceTaskSkills)
 	case ConsumerExplore, ConsumerPlan, ConsumerCode:
@@ -277,12 +292,32 @@ func (s Setting) Visible(c Consumer) EvidenceSet {
 		}
 		out = out.With(EvidenceExecutorSkill, EvidenceMediatorSkill, EvidenceProposals, EvidenceProposalEvidence, EvidenceOutcome, EvidenceOtherStudents)
 		out |= s.priorFeedback(false)
+	case ConsumerMediatorShare:
+		// Its lab's adopted lines, and with cross-task feedback its own
+		// reports (of every task since the last exchange): never a trial's
+		// raw evidence, which the reports already curated.
+		if !s.Network || !s.Condition.MediatorRuns() {
+			return 0
+		}
+		out = out.With(EvidenceMediatorSkill, EvidenceExecutorSkill)
+		if s.CrossTask {
+			out = out.With(EvidenceOtherReports)
+		}
+	case ConsumerMediatorIntake:
+		// The item and what it would change: nothing of its own lab's trials.
+		if !s.Network || !s.Condition.MediatorRuns() {
+			return 0
+		}
+		out = out.With(EvidenceNetworkItems, EvidenceExecutorSkill, EvidenceMediatorSkill)
 	case ConsumerAdvisor:
 		if s.Condition.ProposalFeedback() == FeedbackNone {
 			return 0
 		}
 		out = out.With(EvidenceExecutorSkill, EvidenceProposals, EvidenceProposalEvidence, EvidenceOutcome)
 		out |= s.priorFeedback(false) | s.fromStudents()
+		if s.Network {
+			out = out.With(EvidenceNetworkItems)
+		}
 	case ConsumerReflector:
 		if s.Condition == NoFeedback {
 			return 0

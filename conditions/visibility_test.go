@@ -15,7 +15,9 @@ func allSettings() []Setting {
 		for _, v := range VerifierLevels() {
 			for _, cross := range []bool{false, true} {
 				for _, r := range Routings() {
-					out = append(out, Setting{Condition: c, Verifier: v, CrossTask: cross, Routing: r})
+					for _, network := range []bool{false, true} {
+						out = append(out, Setting{Condition: c, Verifier: v, CrossTask: cross, Routing: r, Network: network})
+					}
 				}
 			}
 		}
@@ -43,7 +45,7 @@ func TestVisibilityRules(t *testing.T) {
 		ok   func(s Setting, c Consumer, got EvidenceSet) bool
 	}{
 		{"the Executor and its subagents never see verifier output, reports or summaries", func(s Setting, c Consumer, got EvidenceSet) bool {
-			if c.Role() == RolePlanner || c == ConsumerMediator || c == ConsumerRouter || c == ConsumerAdvisor || c == ConsumerReflector || c == ConsumerCompactor || c == ConsumerJudge {
+			if c.Role() == RolePlanner || c.Role() == RoleMediator || c == ConsumerAdvisor || c == ConsumerReflector || c == ConsumerCompactor || c == ConsumerJudge {
 				return true
 			}
 			for _, e := range []Evidence{EvidenceOutcome, EvidenceTestNames, EvidenceDiagnostics, EvidenceOwnReports, EvidenceOwnSummaries, EvidenceHumanNotes} {
@@ -111,6 +113,21 @@ func TestVisibilityRules(t *testing.T) {
 			made := s.Routing == RoutingMediated && s.Condition.ProposalFeedback() != FeedbackNone
 			return got.Empty() != made && (got.Empty() || got.Has(EvidenceOtherStudents))
 		}},
+		{"another lab's items reach only the receiving Mediator, the Advisor and the Planner's draft, and only in a network", func(s Setting, c Consumer, got EvidenceSet) bool {
+			return !got.Has(EvidenceNetworkItems) || (s.Network && (c == ConsumerMediatorIntake || c == ConsumerAdvisor || c == ConsumerPlannerDraft))
+		}},
+		{"the share decision is made only in a network, from the Mediator's own writing", func(s Setting, c Consumer, got EvidenceSet) bool {
+			if c != ConsumerMediatorShare {
+				return true
+			}
+			raw := []Evidence{EvidenceOutcome, EvidenceTestNames, EvidenceDiagnostics, EvidenceAgentOutput, EvidenceTranscript, EvidenceInstruction}
+			return (s.Network && s.Condition.MediatorRuns()) != got.Empty() && !slices.ContainsFunc(raw, got.Has)
+		}},
+		{"outside a network nothing differs from the same setting without it but the network's own evidence", func(s Setting, c Consumer, got EvidenceSet) bool {
+			off := s
+			off.Network = false
+			return c == ConsumerMediatorShare || c == ConsumerMediatorIntake || got&^EvidenceSet(0).With(EvidenceNetworkItems) == off.Visible(c)
+		}},
 		{"no_feedback gives the Planner nothing of earlier trials", func(s Setting, c Consumer, got EvidenceSet) bool {
 			if s.Condition != NoFeedback {
 				return true
@@ -176,7 +193,8 @@ func TestAgentsDocShowsTheContract(t *testing.T) {
 var consumerHeading = map[Consumer]string{
 	ConsumerPlannerPlan: "Planner: plan", ConsumerPlannerProposal: "Planner: proposal", ConsumerPlannerDraft: "Planner: draft",
 	ConsumerExecutor: "Executor / coordinator", ConsumerExplore: "explore", ConsumerPlan: "plan", ConsumerCode: "code",
-	ConsumerMediator: "Mediator", ConsumerRouter: "Mediator: route", ConsumerAdvisor: "Advisor", ConsumerReflector: "Reflector", ConsumerCompactor: "Compactor",
+	ConsumerMediator: "Mediator", ConsumerRouter: "Mediator: route", ConsumerMediatorShare: "Mediator: share", ConsumerMediatorIntake: "Mediator: intake",
+	ConsumerAdvisor: "Advisor", ConsumerReflector: "Reflector", ConsumerCompactor: "Compactor",
 	ConsumerJudge: "Judge", ConsumerMetaReview: "Reflector: meta-review",
 }
 
@@ -213,7 +231,7 @@ func called(c Consumer) []Condition {
 	var out []Condition
 	for _, cond := range All() {
 		for _, r := range Routings() {
-			if !(Setting{cond, VerifierDiagnostics, true, r}).Visible(c).Empty() {
+			if !(Setting{Condition: cond, Verifier: VerifierDiagnostics, CrossTask: true, Routing: r, Network: true}).Visible(c).Empty() {
 				out = append(out, cond)
 				break
 			}
@@ -250,7 +268,7 @@ func routingNote(visible func(Setting) bool) string {
 func calledIsolated(c Consumer) []Condition {
 	var out []Condition
 	for _, cond := range All() {
-		if !(Setting{cond, VerifierDiagnostics, true, RoutingIsolated}).Visible(c).Empty() {
+		if !(Setting{Condition: cond, Verifier: VerifierDiagnostics, CrossTask: true, Routing: RoutingIsolated, Network: true}).Visible(c).Empty() {
 			out = append(out, cond)
 		}
 	}
@@ -299,8 +317,10 @@ func isolatedCell(e Evidence, c Consumer) string {
 	for i, cond := range calledIsolated(c) {
 		var levels, crossOnly []VerifierFeedback
 		for _, v := range VerifierLevels() {
-			plain := Setting{cond, v, false, RoutingIsolated}.Visible(c).Has(e)
-			cross := Setting{cond, v, true, RoutingIsolated}.Visible(c).Has(e)
+			// In a network, so that the network's evidence and consumer
+			// show; outside one they are never shown or called.
+			plain := Setting{Condition: cond, Verifier: v, Routing: RoutingIsolated, Network: true}.Visible(c).Has(e)
+			cross := Setting{Condition: cond, Verifier: v, CrossTask: true, Routing: RoutingIsolated, Network: true}.Visible(c).Has(e)
 			if plain {
 				levels = append(levels, v)
 			} else if cross {

@@ -84,6 +84,11 @@ func (c *Config) Clone() *Config {
 	out.ExecutorRuntime.TaskDirs = slices.Clone(c.ExecutorRuntime.TaskDirs)
 	out.ExecutorRuntime.DockerHosts = slices.Clone(c.ExecutorRuntime.DockerHosts)
 	out.Launcher.Sbatch = slices.Clone(c.Launcher.Sbatch)
+	if c.Network != nil {
+		n := *c.Network
+		n.Labs, n.Diffusion = slices.Clone(n.Labs), slices.Clone(n.Diffusion)
+		out.Network = &n
+	}
 	if c.Models != nil {
 		out.Models = make(map[conditions.Role]Model, len(c.Models))
 		for k, m := range c.Models {

@@ -33,6 +33,11 @@ type Config struct {
 	// same reason.
 	Evaluation Evaluation `toml:"evaluation,omitempty"`
 	Stats      Stats      `toml:"stats,omitempty"`
+	// Network is [network], the settings of `harness network`; nil when no
+	// file sets it, and then left out of an encoding, so other runs keep
+	// their fingerprint (a struct holding lists is never "empty" to the
+	// encoder).
+	Network *Network `toml:"network,omitempty"`
 	// Launcher says where a matrix's rows run. It never changes what a row
 	// measures, so it is kept out of the fingerprint: it is not encoded with
 	// the rest, and WriteResolved writes it as a table of its own, as [run].
@@ -259,6 +264,25 @@ type Model struct {
 	OfflineDiligence *float64 `toml:"offline_diligence,omitempty"`
 }
 
+// Network is [network]: a network experiment of several labs exchanging
+// knowledge (harness network). Its command-line flags replace these.
+type Network struct {
+	// Labs names the [labs.<name>] tables that take part.
+	Labs []string `toml:"labs,omitempty"`
+	// Topology is isolated, ring, star, full, or an edge list such as
+	// "a->b,b->c" (who may send to whom).
+	Topology string `toml:"topology,omitempty"`
+	// Diffusion lists the treatments: none, broadcast, mediated.
+	Diffusion []string `toml:"diffusion,omitempty"`
+	// DiffusionInterval is how many iterations lie between exchanges.
+	DiffusionInterval int `toml:"diffusion_interval,omitempty"`
+	// TokenBudget caps what a mediated item carries, in tokens.
+	TokenBudget int `toml:"token_budget,omitempty"`
+	// StabilityBound is the largest seed-to-seed spread (standard deviation
+	// of the seeds' mean rewards) a baseline may show for a network to run.
+	StabilityBound float64 `toml:"stability_bound,omitempty"`
+}
+
 // Lab is [labs.<name>]: the Executor side of a lab.
 type Lab struct {
 	// Students is a count of alike students or the lab's student tables
@@ -281,6 +305,10 @@ type Lab struct {
 	CommandTimeout   Duration `toml:"command_timeout"`
 	OutputCapBytes   int      `toml:"output_cap_bytes"`
 	TaskSkillDirs    []string `toml:"task_skill_dirs"`
+
+	// SkillsDir, when set, is the lab's own skills tree, copied into each
+	// of its runs in place of [experiment] skills_dir.
+	SkillsDir string `toml:"skills_dir,omitempty"`
 
 	// Agent names an [agents.<name>] table that does the lab's trials in
 	// place of its own Executor; empty: the lab's Executor.

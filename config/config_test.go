@@ -133,8 +133,9 @@ func TestDefaultFileDefinesEveryKey(t *testing.T) {
 			if md.IsDefined(k...) {
 				return
 			}
-			if (len(k) == 3 && k[0] == "models" && optional[k[2]]) || (len(k) == 3 && k[0] == "labs" && k[2] == "assignment") {
-				if !bytes.Contains(DefaultFile(), []byte("# "+k[2]+" = ")) {
+			if (len(k) == 3 && k[0] == "models" && optional[k[2]]) || (len(k) == 3 && k[0] == "labs" && (k[2] == "assignment" || k[2] == "skills_dir")) ||
+				(len(k) == 2 && k[0] == "network") {
+				if !bytes.Contains(DefaultFile(), []byte("# "+k[len(k)-1]+" = ")) {
 					t.Errorf("optional key %s is not shown in a comment", k)
 				}
 				return

@@ -52,6 +52,8 @@ func buildSchema(t reflect.Type) *schemaNode {
 		return &schemaNode{leaf: t}
 	case t == studentsType:
 		return &schemaNode{elem: buildSchema(reflect.TypeFor[Student]()), orLeaf: reflect.TypeFor[int]()}
+	case t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct:
+		return buildSchema(t.Elem()) // an optional table ([network])
 	case t.Kind() == reflect.Struct:
 		n := &schemaNode{fields: map[string]*schemaNode{}}
 		for i := range t.NumField() {

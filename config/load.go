@@ -132,6 +132,7 @@ type fileLayer struct {
 	Mediator        *Mediator                 `toml:"mediator"`
 	Evaluation      *Evaluation               `toml:"evaluation"`
 	Stats           *Stats                    `toml:"stats"`
+	Network         *Network                  `toml:"network"`
 	Launcher        *Launcher                 `toml:"launcher"`
 	Agents          map[string]Agent          `toml:"agents"`
 }
@@ -151,6 +152,11 @@ func decodeLayer(c *Config, data []byte, file string, inherit bool) (*layerMeta,
 		return nil, e
 	}
 
+	// [network] is decoded over a copy and kept only when the file has it.
+	var network Network
+	if c.Network != nil {
+		network = *c.Network
+	}
 	layer := fileLayer{
 		Run:             &meta.run,
 		Experiment:      &c.Experiment,
@@ -162,6 +168,7 @@ func decodeLayer(c *Config, data []byte, file string, inherit bool) (*layerMeta,
 		Mediator:        &c.Mediator,
 		Evaluation:      &c.Evaluation,
 		Stats:           &c.Stats,
+		Network:         &network,
 		Launcher:        &c.Launcher,
 	}
 	lmd, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&layer)
@@ -169,6 +176,9 @@ func decodeLayer(c *Config, data []byte, file string, inherit bool) (*layerMeta,
 		return nil, decodeError(file, err)
 	}
 
+	if lmd.IsDefined("network") {
+		c.Network = &network
+	}
 	if err := decodeModels(c, &layer, lmd, file, meta.lines, inherit); err != nil {
 		return nil, err
 	}

@@ -29,7 +29,8 @@ type trialEvidence struct {
 // setting is what of the run decides visibility.
 func (r *Run) setting() conditions.Setting {
 	exp := r.Config.Experiment
-	return conditions.Setting{Condition: r.Spec.Condition, Verifier: exp.Verifier(), CrossTask: exp.AllowCrossTaskFeedback, Routing: r.Spec.Routing.Or()}
+	return conditions.Setting{Condition: r.Spec.Condition, Verifier: exp.Verifier(), CrossTask: exp.AllowCrossTaskFeedback, Routing: r.Spec.Routing.Or(),
+		Network: r.Barrier != nil}
 }
 
 // visible is the evidence consumer c may be shown in this run.

@@ -41,6 +41,15 @@ type ExecOptions struct {
 	Events      func(Event)
 	// OnStart, when set, is told the directory as soon as it exists.
 	OnStart func(dir string)
+	// Barrier, when set, gives each row of a matrix its diffusion barrier
+	// (a network experiment), called every BarrierInterval iterations. Its
+	// rows then all run at once, since the labs of a barrier wait for each
+	// other; -j still caps the trials in flight.
+	Barrier         func(row RowSpec) BarrierFunc
+	BarrierInterval int
+	// RowDone, when set, is told how each row this process ran ended, so
+	// that labs waiting for it at a barrier stop waiting.
+	RowDone func(row RowSpec, status rundir.Status)
 }
 
 // RowOutcome is how one row of a plan ended.
@@ -147,7 +156,11 @@ func (ex *planExecution) prepareRow(base, dirName string, row RowSpec, matrixID 
 		return nil, err
 	}
 	dst := filepath.Join(d.Path, rundir.SkillsDir)
-	if src := ex.cfg.Experiment.SkillsDir; src != "" {
+	src := ex.cfg.Experiment.SkillsDir
+	if lab, err := ex.cfg.Lab(row.Lab); err == nil && lab.SkillsDir != "" {
+		src = lab.SkillsDir // a lab of a network keeps its own tree
+	}
+	if src != "" {
 		err = skills.CopyTree(src, dst)
 	} else {
 		err = skills.WriteDefaults(dst)
@@ -196,9 +209,12 @@ func (ex *planExecution) rowConfig(row RowSpec) (*config.Config, error) {
 	return ex.opts.Plan.rowConfig(ex.cfg, row)
 }
 
-func (ex *planExecution) runRow(ctx context.Context, d *rundir.Dir, row RowSpec, matrixID string, ledger *llm.Ledger) RowOutcome {
+func (ex *planExecution) runRow(ctx context.Context, d *rundir.Dir, row RowSpec, matrixID string, ledger *llm.Ledger) (ro RowOutcome) {
 	p := ex.opts.Plan
-	ro := RowOutcome{Name: row.Name, Dir: d.Path}
+	ro = RowOutcome{Name: row.Name, Dir: d.Path}
+	if ex.opts.RowDone != nil {
+		defer func() { ex.opts.RowDone(row, ro.Status) }()
+	}
 	cfg, err := ex.rowConfig(row)
 	if err != nil {
 		ro.Status, ro.Error, ro.Result = rundir.StatusFailed, err.Error(), Result{Status: rundir.StatusFailed, Err: err}
@@ -225,6 +241,9 @@ func (ex *planExecution) runRow(ctx context.Context, d *rundir.Dir, row RowSpec,
 		ForceResume: ex.opts.ForceResume, Meta: ex.meta(), ValidationPool: ex.pool, Trials: ex.trials, NewAgent: newAgent,
 		Clients: clients, Calls: calls, Ledger: ledger, Events: ex.opts.Events,
 		ValidateSplit: ex.opts.ValidateSplit, HeldOut: ex.opts.HeldOut, EvalTrials: p.EvalTrials}
+	if ex.opts.Barrier != nil {
+		run.Barrier, run.BarrierInterval = ex.opts.Barrier(row), ex.opts.BarrierInterval
+	}
 	if matrixID != "" {
 		run.MatrixLedger = ex.ledger
 	}
@@ -359,7 +378,7 @@ func (ex *planExecution) openMatrix() (md *rundir.Dir, refused *Outcome, err err
 		md, err = rundir.Create(p.OutDir, rundir.Spec{Manifest: rundir.Manifest{Kind: rundir.KindMatrix, Name: p.Name,
 			Tasks: p.Tasks, TaskSet: p.TaskSet, ValidateTasks: p.ValidateTasks, HeldOutTasks: p.HeldOutTasks,
 			Iterations: p.Iterations, Seed: firstSeed(p.Seeds), Seeds: p.Seeds,
-			Agent: p.Agent, Offline: p.Offline, Rows: rowNames(p.Rows)}, Config: ex.cfg, Meta: ex.meta(), Hold: true})
+			Agent: p.Agent, Offline: p.Offline, Rows: rowNames(p.Rows), Network: p.Network}, Config: ex.cfg, Meta: ex.meta(), Hold: true})
 		if err == nil {
 			err = md.WriteFileFunc(rundir.MatrixPlanFile, p.WriteMatrixFile)
 		}
@@ -395,6 +414,9 @@ func (ex *planExecution) runRows(ctx context.Context, md *rundir.Dir) []RowOutco
 	p := ex.opts.Plan
 	rows := make([]RowOutcome, len(p.Rows))
 	sem := make(chan struct{}, max(1, p.Concurrency))
+	if ex.opts.Barrier != nil {
+		sem = make(chan struct{}, len(p.Rows))
+	}
 	ex.trials = capTrials(ex.trials, p.Concurrency)
 	var wg sync.WaitGroup
 	for i, row := range p.Rows {
@@ -406,6 +428,9 @@ func (ex *planExecution) runRows(ctx context.Context, md *rundir.Dir) []RowOutco
 		if err != nil {
 			rows[i] = RowOutcome{Name: row.Name, Status: rundir.StatusFailed, Error: err.Error(),
 				Result: Result{Status: rundir.StatusFailed, Err: err}}
+			if ex.opts.RowDone != nil {
+				ex.opts.RowDone(row, rundir.StatusFailed)
+			}
 			continue
 		}
 		// A completed row is skipped unless a larger --iterations extends it.

@@ -137,6 +137,9 @@ type Plan struct {
 	cal *calibration
 	// config is what the plan runs with; see Config.
 	config *config.Config
+	// Network, for a network experiment, is its design and stability
+	// check, recorded in the new directory's run.json.
+	Network *rundir.NetworkRecord `json:"network,omitempty"`
 	// Notes are caveats a reader of the plan should know.
 	Notes []string `json:"notes,omitempty"`
 	// Warnings are what makes a row measure something other than its name

@@ -77,6 +77,12 @@ type Run struct {
 	MatrixLedger *llm.Ledger
 	// Events receives progress; it may be nil.
 	Events func(Event)
+	// Barrier, when set, is the diffusion barrier of a network experiment,
+	// called after each iteration's evolution steps (see BarrierFunc).
+	Barrier BarrierFunc
+	// BarrierInterval is how many iterations lie between two calls of
+	// Barrier; 0 means every iteration.
+	BarrierInterval int
 
 	st          *State
 	history     *rundir.History
@@ -425,6 +431,9 @@ func (r *Run) closeIteration(ctx context.Context, it int, done iterationOutcome)
 		r.bufferProposals(l, done.ownProposals[l.student])
 	}
 	updates, err := r.evolve(ctx, it)
+	if err == nil {
+		err = r.diffuse(ctx, it)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

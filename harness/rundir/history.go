@@ -23,6 +23,9 @@ const (
 	// routing.
 	EntryRoute  = "route"
 	AuthorHuman = "human"
+	// AuthorNetwork wrote what another lab of a network sent (a proposal
+	// that entered the lab's buffer at a diffusion barrier).
+	AuthorNetwork = "network"
 )
 
 // Entry is one Planner or Mediator output in the history. Its outcome

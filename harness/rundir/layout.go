@@ -275,3 +275,27 @@ func SlurmScript(n int) string { return filepath.Join(SlurmDir, fmt.Sprintf("arr
 func SlurmOutput(jobID string, index int) string {
 	return filepath.Join(SlurmDir, fmt.Sprintf("%s_%d.out", jobID, index))
 }
+
+// NetworkDir, in a network experiment's directory (a matrix directory
+// whose run.json has a network record), holds the items its labs
+// exchanged, per treatment and seed (NetworkGroup): each lab's outbox, one
+// file per barrier, and its inbox ledger of the ids it took in.
+const NetworkDir = "network"
+
+// NetworkGroup names the labs of one treatment and seed, which exchange
+// items with each other only.
+func NetworkGroup(diffusion string, seed int64) string {
+	return fmt.Sprintf("%s-seed%d", diffusion, seed)
+}
+
+// NetworkOutbox is the file of what lab sent at the barrier after
+// iteration it, relative to the experiment directory.
+func NetworkOutbox(group, lab string, it int) string {
+	return filepath.Join(NetworkDir, group, "outbox", lab, "i"+iterationName(it)+".json")
+}
+
+// NetworkInbox is the ledger of the item ids lab took in at the barrier
+// after iteration it, relative to the experiment directory.
+func NetworkInbox(group, lab string, it int) string {
+	return filepath.Join(NetworkDir, group, "inbox", lab, "i"+iterationName(it)+".json")
+}

@@ -87,6 +87,9 @@ type Manifest struct {
 	// configuration: from which iteration on the new one applied.
 	ForcedResumes []ForcedResume `json:"forced_resumes,omitempty"`
 	Error         string         `json:"error,omitempty"`
+	// Network is set on the run.json of a network experiment (harness
+	// network): its design and the stability check it started under.
+	Network *NetworkRecord `json:"network,omitempty"`
 	// Warnings are what the user should know about how the run was made or
 	// repaired, though none stops it: a binary that does not know its
 	// commit, a state.json rebuilt on resume from the run's other records.
@@ -172,6 +175,23 @@ type Spec struct {
 }
 
 var dirLabelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// NetworkRecord is a network experiment's design and the baseline
+// stability check it started under (or that it was skipped).
+type NetworkRecord struct {
+	Labs              []string `json:"labs"`
+	Topology          string   `json:"topology"`
+	Diffusion         []string `json:"diffusion"`
+	DiffusionInterval int      `json:"diffusion_interval"`
+	TokenBudget       int      `json:"token_budget"`
+	StabilityBound    float64  `json:"stability_bound"`
+	// SkipStabilityCheck is true when --skip-stability-check started it
+	// without a baseline; else Baseline is the no_feedback matrix checked
+	// and BaselineSpread its seed-to-seed spread.
+	SkipStabilityCheck bool     `json:"skip_stability_check"`
+	Baseline           string   `json:"baseline,omitempty"`
+	BaselineSpread     *float64 `json:"baseline_spread,omitempty"`
+}
 
 // CheckLabel reports whether s can be used in a run directory name.
 func CheckLabel(s string) error {

@@ -126,6 +126,7 @@ Start with a plan: 'harness matrix --task-set smoke --offline --dry-run'.`,
 	root.AddCommand(
 		NewCmdRun(f, nil),
 		NewCmdMatrix(f, nil),
+		NewCmdNetwork(f, nil),
 		NewCmdSkills(f),
 		NewCmdTasks(f),
 		NewCmdGC(f, nil),

@@ -80,8 +80,12 @@ func runPlan(ctx context.Context, f *Factory, x *ValidatedPlan, prog *progress) 
 		return nil, err
 	}
 	defer backend.Close()
-	return harness.ExecutePlan(ctx, harness.ExecOptions{Plan: x.Plan, Tasks: planned.tasks, Pool: planned.pool, ValidateSplit: planned.validate, HeldOut: planned.heldOut, Backend: backend,
-		Providers: f.Providers, Args: x.Args, ForceResume: x.Force, Events: prog.event, OnStart: prog.started})
+	opts := harness.ExecOptions{Plan: x.Plan, Tasks: planned.tasks, Pool: planned.pool, ValidateSplit: planned.validate, HeldOut: planned.heldOut, Backend: backend,
+		Providers: f.Providers, Args: x.Args, ForceResume: x.Force, Events: prog.event, OnStart: prog.started}
+	if x.Tune != nil {
+		x.Tune(&opts)
+	}
+	return harness.ExecutePlan(ctx, opts)
 }
 
 // outcomeError prints how a run or matrix ended and maps it to the exit

@@ -32,6 +32,9 @@ type ValidatedPlan struct {
 	// Force resumes a directory whose configuration changed.
 	Force bool
 	IO    IOStreams
+	// Tune, when set, adjusts the orchestrator's options before the plan
+	// runs (a network experiment adds its diffusion barrier).
+	Tune func(*harness.ExecOptions)
 }
 
 // ExecuteFunc runs a plan. Its error decides the exit code (see ExitCode):
@@ -82,6 +85,8 @@ type ExperimentOptions struct {
 	BudgetUSD    *float64
 	BudgetTokens *int64
 	Verbose      bool
+	// tune is handed on as ValidatedPlan.Tune.
+	tune func(*harness.ExecOptions)
 }
 
 // experimentFlags binds the shared flags; the returned function copies the
@@ -306,7 +311,7 @@ func (o *ExperimentOptions) finish(ctx context.Context, p *harness.Plan) error {
 			return err
 		}
 	}
-	return o.Execute(ctx, &ValidatedPlan{Plan: p, Config: cfg, Args: o.Args, JSON: o.JSON, Verbose: o.Verbose, Force: o.Force, IO: o.IO})
+	return o.Execute(ctx, &ValidatedPlan{Plan: p, Config: cfg, Args: o.Args, JSON: o.JSON, Verbose: o.Verbose, Force: o.Force, IO: o.IO, Tune: o.tune})
 }
 
 // finishedNote says, when p resumes a run or matrix that completed every

@@ -42,6 +42,8 @@ type InspectOptions struct {
 	Tournament bool
 	// Routing lists the items routed between students.
 	Routing bool
+	// Diffusion lists the items a network experiment's labs exchanged.
+	Diffusion bool
 }
 
 // MatrixView is what `harness inspect MATRIX` prints without --compare.
@@ -141,6 +143,9 @@ func checkInspectFlags(cmd *cobra.Command, o *InspectOptions) error {
 	if o.Tournament && (o.Dir == "" || o.Compare || o.Follow || o.Calls || o.Tasks) {
 		return usagef("--tournament needs a run directory and does not combine with --compare, --follow, --calls or --tasks")
 	}
+	if o.Diffusion && (o.Dir == "" || o.Compare || o.Follow || o.Calls || o.Tasks) {
+		return usagef("--diffusion needs a network experiment directory and does not combine with --compare, --follow, --calls or --tasks")
+	}
 	if o.Baseline != "" && !o.Compare {
 		return usagef("--baseline goes with --compare")
 	}
@@ -179,6 +184,7 @@ func addInspectFlags(cmd *cobra.Command, o *InspectOptions) {
 	fl.BoolVar(&o.Routing, "routing", false, "list the items routed between students: from, to, iteration, task, trial, form, reason, adopted")
 	fl.BoolVar(&o.Calls, "calls", false, "list the run's model calls")
 	fl.BoolVar(&o.Tournament, "tournament", false, "show the run's candidate tournaments: operators, parents, ratings, the rating-gain correlation and the validation trials saved")
+	fl.BoolVar(&o.Diffusion, "diffusion", false, "list the items a network experiment's labs exchanged, with their provenance")
 	fl.StringVar(&o.CallFilter.Role, "role", "", "with --calls: only this role's calls")
 	fl.StringVar(&o.CallFilter.Task, "task", "", "with --calls: only calls for this task")
 	fl.IntVar(&o.CallFilter.Iteration, "iteration", 0, "with --calls: only calls in this iteration")
@@ -274,6 +280,10 @@ func runInspect(ctx context.Context, o *InspectOptions) error {
 		return UsageError(err) // not a run or matrix directory, as report says
 	}
 	switch {
+	case o.Diffusion:
+		return runDiffusion(o)
+	case o.Compare && isNetwork(o.Dir):
+		return runNetworkCompare(o)
 	case o.Calls:
 		return runCalls(o)
 	case o.Tournament:

@@ -156,6 +156,11 @@ func runMatrix(ctx context.Context, o *MatrixOptions) error {
 			return err
 		}
 	}
+	if o.Resume != "" && isNetwork(o.Resume) {
+		// Its rows meet at the diffusion barrier, which only the network
+		// command runs; resumed as a plain matrix they would not exchange.
+		return usagef("%s is a network experiment: resume it with `harness network --resume %s`", o.Resume, o.Resume)
+	}
 	popts.OnlyRow = o.Row
 	p, err := harness.BuildMatrixPlan(cfg, popts)
 	if err != nil {
