@@ -284,6 +284,46 @@ func (s Setting) Visible(c Consumer) EvidenceSet {
 			return 0
 		}
 		out = out.With(EvidencePlan, EvidenceTranscript, EvidenceMediatorSkill) | traceEvidence(s.Verifier)
+	case ConsumerAdvisor:
+		if s.Condition.ProposalFeedback() == FeedbackNone {
+			return 0
+		}
+		out = out.With(EvidenceExecutorSkill, EvidenceProposals, EvidenceProposalEvidence, EvidenceOutcome)
+		out |= s.priorFeedback(false) | s.fromStudents()
+		if s.Network {
+			out = out.With(EvidenceNetworkItems)
+		}
+	case ConsumerReflector:
+		if s.Condition == NoFeedback {
+			return 0
+		}
+		out = out.With(EvidenceHistory, EvidencePlannerSkill, EvidenceOutcome)
+		if s.Condition == LearnedMediator {
+			out = out.With(EvidenceMediatorSkill)
+		}
+		// Each plan and proposal is shown with what it was written from,
+		// except trace summaries: they carry the verifier's evidence,
+		// which the Reflector is not shown beyond each trial's outcome.
+		if s.Condition.PlannerContext() != ContextTraceSummaries {
+			out |= s.priorFeedback(true)
+		}
+	default:
+		return s.exchangeVisible(c)
+	case ConsumerCompactor:
+		if s.Condition != FullTraces {
+			return 0
+		}
+		out = traceEvidence(s.Verifier)
+	}
+	return out
+}
+
+// exchangeVisible is Visible for the calls that move knowledge between
+// candidates, students and labs: the routing, share and intake decisions,
+// the judge and the meta-review.
+func (s Setting) exchangeVisible(c Consumer) EvidenceSet {
+	var out EvidenceSet
+	switch c {
 	case ConsumerRouter:
 		// The routing call reads every student's proposals as the Advisor
 		// reads a batch: each with its feedback and its trial's outcome.
@@ -309,29 +349,6 @@ func (s Setting) Visible(c Consumer) EvidenceSet {
 			return 0
 		}
 		out = out.With(EvidenceNetworkItems, EvidenceExecutorSkill, EvidenceMediatorSkill)
-	case ConsumerAdvisor:
-		if s.Condition.ProposalFeedback() == FeedbackNone {
-			return 0
-		}
-		out = out.With(EvidenceExecutorSkill, EvidenceProposals, EvidenceProposalEvidence, EvidenceOutcome)
-		out |= s.priorFeedback(false) | s.fromStudents()
-		if s.Network {
-			out = out.With(EvidenceNetworkItems)
-		}
-	case ConsumerReflector:
-		if s.Condition == NoFeedback {
-			return 0
-		}
-		out = out.With(EvidenceHistory, EvidencePlannerSkill, EvidenceOutcome)
-		if s.Condition == LearnedMediator {
-			out = out.With(EvidenceMediatorSkill)
-		}
-		// Each plan and proposal is shown with what it was written from,
-		// except trace summaries: they carry the verifier's evidence,
-		// which the Reflector is not shown beyond each trial's outcome.
-		if s.Condition.PlannerContext() != ContextTraceSummaries {
-			out |= s.priorFeedback(true)
-		}
 	case ConsumerJudge:
 		// The judge sees what the Planner drafted from: the batch's
 		// proposals with the feedback they came from and the rejections
@@ -340,7 +357,10 @@ func (s Setting) Visible(c Consumer) EvidenceSet {
 			return 0
 		}
 		out = out.With(EvidenceExecutorSkill, EvidenceProposals, EvidenceProposalEvidence, EvidenceRejections, EvidenceOutcome)
-		out |= s.priorFeedback(false)
+		out |= s.priorFeedback(false) | s.fromStudents()
+		if s.Network {
+			out = out.With(EvidenceNetworkItems)
+		}
 	case ConsumerMetaReview:
 		// Critiques only: the judge's reasons and the Advisor's feedback,
 		// and the rejections they led to.
@@ -348,11 +368,6 @@ func (s Setting) Visible(c Consumer) EvidenceSet {
 			return 0
 		}
 		out = out.With(EvidencePlannerSkill, EvidenceAdvice, EvidenceRejections)
-	case ConsumerCompactor:
-		if s.Condition != FullTraces {
-			return 0
-		}
-		out = traceEvidence(s.Verifier)
 	}
 	return out
 }

@@ -93,18 +93,18 @@ func TestVisibilityRules(t *testing.T) {
 			if s.Routing != RoutingPooled {
 				return true
 			}
-			batch := c == ConsumerAdvisor || c == ConsumerPlannerDraft
+			batch := c == ConsumerAdvisor || c == ConsumerPlannerDraft || c == ConsumerJudge
 			return !got.Has(EvidenceRoutedItems) && (!batch || got.Empty() || got.Has(EvidenceOtherStudents))
 		}},
 		{"mediated routing hands batches only what the Mediator routed", func(s Setting, c Consumer, got EvidenceSet) bool {
 			if s.Routing != RoutingMediated {
 				return true
 			}
-			batch := c == ConsumerAdvisor || c == ConsumerPlannerDraft
+			batch := c == ConsumerAdvisor || c == ConsumerPlannerDraft || c == ConsumerJudge
 			if batch && !got.Empty() && (got.Has(EvidenceOtherStudents) || !got.Has(EvidenceRoutedItems)) {
 				return false
 			}
-			return c == ConsumerRouter || c == ConsumerAdvisor || c == ConsumerPlannerDraft || !got.Has(EvidenceOtherStudents)
+			return c == ConsumerRouter || c == ConsumerAdvisor || c == ConsumerPlannerDraft || c == ConsumerJudge || !got.Has(EvidenceOtherStudents)
 		}},
 		{"the routing call is made only under mediated routing, with proposals to route", func(s Setting, c Consumer, got EvidenceSet) bool {
 			if c != ConsumerRouter {
@@ -113,8 +113,8 @@ func TestVisibilityRules(t *testing.T) {
 			made := s.Routing == RoutingMediated && s.Condition.ProposalFeedback() != FeedbackNone
 			return got.Empty() != made && (got.Empty() || got.Has(EvidenceOtherStudents))
 		}},
-		{"another lab's items reach only the receiving Mediator, the Advisor and the Planner's draft, and only in a network", func(s Setting, c Consumer, got EvidenceSet) bool {
-			return !got.Has(EvidenceNetworkItems) || (s.Network && (c == ConsumerMediatorIntake || c == ConsumerAdvisor || c == ConsumerPlannerDraft))
+		{"another lab's items reach only the receiving Mediator and what reads a batch (Advisor, Planner's draft, judge), and only in a network", func(s Setting, c Consumer, got EvidenceSet) bool {
+			return !got.Has(EvidenceNetworkItems) || (s.Network && (c == ConsumerMediatorIntake || c == ConsumerAdvisor || c == ConsumerPlannerDraft || c == ConsumerJudge))
 		}},
 		{"the share decision is made only in a network, from the Mediator's own writing", func(s Setting, c Consumer, got EvidenceSet) bool {
 			if c != ConsumerMediatorShare {
