@@ -136,9 +136,11 @@ func TestOfflineRunEachCondition(t *testing.T) {
 
 // TestOfflineFullCoevolutionOnSmoke is the evolution acceptance run: the
 // offline provider makes the Advisor approve and reject, and the gate adopt
-// and reject, deterministically.
+// and reject, deterministically. It runs in the in-memory world: the flow
+// from proposals to adopted skills is under test, not the engine, whose
+// validation and reflection trials the command-line tests run in containers
+// (TestVerifierDiagnostics, TestMatrixWithSplitsEvaluatesHeldOutTasks).
 func TestOfflineFullCoevolutionOnSmoke(t *testing.T) {
-	requireEngine(t)
 	cfg := e2eConfig(t)
 	cfg.Experiment.AdvisorBufferMax = 3
 	cfg.Experiment.CoevoInterval = 2
@@ -157,7 +159,7 @@ func TestOfflineFullCoevolutionOnSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := ExecutePlan(context.Background(), onEngine(t, ExecOptions{Plan: p}))
+	out, err := ExecutePlan(context.Background(), onMemWorld(t, ExecOptions{Plan: p}))
 	if err != nil {
 		t.Fatal(err)
 	}
