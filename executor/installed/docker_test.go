@@ -139,9 +139,10 @@ func standinAgent(api string, client *llm.Client) *Agent {
 	}}
 }
 
+// openAIClient reads the key from STANDIN_TEST_KEY, which the test sets to
+// testKey (a parallel test may not set it itself).
 func openAIClient(t *testing.T, srv *llmtest.Server, ledger *llm.Ledger, rec llm.CallRecorder) *llm.Client {
 	t.Helper()
-	t.Setenv("STANDIN_TEST_KEY", testKey)
 	in, out := 1.0, 1.0
 	m := config.Model{Provider: config.ProviderOpenAI, BaseURL: srv.URL(), Model: "fake-model", APIKeyEnv: "STANDIN_TEST_KEY",
 		PriceInputPerMTok: &in, PriceOutputPerMTok: &out}
@@ -169,12 +170,16 @@ func runTrial(t *testing.T, d *docker.Backend, rt config.ExecutorRuntime, task *
 // netProbe is a command that tries an address outside the trial.
 const netProbe = "if timeout 5 bash -c 'exec 3<>/dev/tcp/1.1.1.1/80' 2>/dev/null; then echo probe-reached; else echo probe-blocked; fi"
 
+// The three API shapes run side by side: each trial has its own server,
+// network and job directory, and mostly waits for the engine.
 func TestInstalledAgentDockerThroughTheGateway(t *testing.T) {
 	rt := testRuntime(t)
 	d := testDocker(t, rt)
 	task := standinTask(t)
+	t.Setenv("STANDIN_TEST_KEY", testKey)
 	for _, api := range []string{config.APIOpenAI, config.APIOpenAIResponses, config.APIAnthropic} {
 		t.Run(api, func(t *testing.T) {
+			t.Parallel()
 			srv := llmtest.NewServer(t)
 			srv.Push(
 				llmtest.ToolCall("c1", "run_command", `{"command":"echo 42 > /app/answer.txt"}`).WithUsage(1000, 50),
@@ -266,6 +271,7 @@ func TestInstalledAgentDockerBudgetStopsTheNextCall(t *testing.T) {
 	rt := testRuntime(t)
 	d := testDocker(t, rt)
 	task := standinTask(t)
+	t.Setenv("STANDIN_TEST_KEY", testKey)
 	srv := llmtest.NewServer(t)
 	srv.Push(
 		llmtest.ToolCall("c1", "run_command", `{"command":"echo 41 > /app/answer.txt"}`).WithUsage(1000, 50),
