@@ -11,7 +11,9 @@ import (
 
 // TestSmokeTasksOracleSolvesNopFails checks every pinned smoke task in the
 // real engine: its reference solution scores 1 and doing nothing scores
-// below 1, so each task is solvable and its verifier can tell.
+// below 1, so each task is solvable and its verifier can tell. The tasks
+// run side by side (their trial ids differ), as many as go test's -parallel
+// allows.
 func TestSmokeTasksOracleSolvesNopFails(t *testing.T) {
 	if testing.Short() {
 		t.Skip("Docker integration test")
@@ -34,6 +36,7 @@ func TestSmokeTasksOracleSolvesNopFails(t *testing.T) {
 	run := "smoke-" + randomID(t)
 	for _, task := range tasks {
 		t.Run(task.ID, func(t *testing.T) {
+			t.Parallel()
 			for _, tc := range []struct {
 				agent executor.Agent
 				check func(r float64) bool
