@@ -143,6 +143,11 @@ func listByLabel(t *testing.T, d *Backend, label string) []container.Summary {
 	return list
 }
 
+// runTrial runs one trial under the shared run id "test-run" with a trial id
+// of its own. A test that only runs its own trials and sandboxes (no garbage
+// collection, no image removal, no timing bound) calls t.Parallel(): go test
+// runs such tests side by side once every sequential test has finished, so
+// they never meet one that removes what they use.
 func runTrial(t *testing.T, d *Backend, ctx context.Context, task *benchmarks.Task, agent executor.Agent, mode string) (*executor.Trace, string) {
 	t.Helper()
 	r := &executor.Runner{Backend: d, Runtime: testRuntime(), RewardMode: mode}
@@ -162,6 +167,7 @@ func runTrial(t *testing.T, d *Backend, ctx context.Context, task *benchmarks.Ta
 }
 
 func TestDockerOracleScoresOne(t *testing.T) {
+	t.Parallel() // see runTrial
 	d := newTestDocker(t)
 	task := writeTask(t, "greet", greetConfig(), greetFiles, nil)
 	tr, jobDir := runTrial(t, d, context.Background(), task, executor.OracleAgent{}, executor.RewardModeVerifier)
@@ -320,6 +326,7 @@ func TestDockerBuildHonoursDockerignore(t *testing.T) {
 }
 
 func TestDockerNopScoresBelowOne(t *testing.T) {
+	t.Parallel() // see runTrial
 	d := newTestDocker(t)
 	task := writeTask(t, "greet", greetConfig(), greetFiles, nil)
 	tr, _ := runTrial(t, d, context.Background(), task, executor.NopAgent{}, executor.RewardModeVerifier)
@@ -334,6 +341,7 @@ func TestDockerNopScoresBelowOne(t *testing.T) {
 }
 
 func TestDockerOracleNonRootImage(t *testing.T) {
+	t.Parallel() // see runTrial
 	d := newTestDocker(t)
 	task := writeTask(t, "greet-user", greetConfig(), greetFiles, map[string]string{
 		"environment/Dockerfile": greetFiles["environment/Dockerfile"] + "RUN useradd -m u1 && chown u1 /app\nUSER u1\n",
@@ -356,6 +364,7 @@ func (plantAgent) Run(ctx context.Context, in executor.AgentInput) (executor.Age
 }
 
 func TestDockerVerifierIgnoresPlantedReward(t *testing.T) {
+	t.Parallel() // see runTrial
 	d := newTestDocker(t)
 	task := writeTask(t, "greet", greetConfig(), greetFiles, nil)
 	tr, _ := runTrial(t, d, context.Background(), task, plantAgent{}, executor.RewardModeVerifier)
@@ -416,6 +425,7 @@ nohup sleep 1 >/dev/null 2>&1 &
 }
 
 func TestDockerVerifierStopsHardProcesses(t *testing.T) {
+	t.Parallel() // see runTrial
 	d := newTestDocker(t)
 	task := writeTask(t, "greet", greetConfig(), greetFiles, map[string]string{
 		"tests/test.sh": strings.Replace(greetFiles["tests/test.sh"], "exit 3", "/usr/bin/sleep.real 1\nexit 3", 1),
@@ -431,6 +441,7 @@ func TestDockerVerifierStopsHardProcesses(t *testing.T) {
 // once they are copied in, on every verifier path; the sandbox stays up for
 // the verifier.
 func TestDockerVerifierStopsAgentProcesses(t *testing.T) {
+	t.Parallel() // see runTrial
 	d := newTestDocker(t)
 	noTar := greetFiles["environment/Dockerfile"] + "RUN rm -f /bin/tar /usr/bin/tar\n"
 	tests := []struct {
@@ -632,6 +643,7 @@ func TestDockerVerifierHangIsVerifierError(t *testing.T) {
 }
 
 func TestDockerBadRewardIsVerifierError(t *testing.T) {
+	t.Parallel() // see runTrial
 	d := newTestDocker(t)
 	for _, content := range []string{"nan", "1.5", "", "0.5 0.7"} {
 		t.Run(content, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 // out on stdout): fixtures and modes arrive, test.sh's exit code and output
 // are reported, and output past the cap loses neither the code nor the logs.
 func TestDockerStreamedVerifier(t *testing.T) {
+	t.Parallel() // see runTrial
 	d := newTestDocker(t)
 	task := writeTask(t, "greet", greetConfig(), greetFiles, map[string]string{
 		"tests/fixture.txt": "fixture-content\n",
@@ -48,6 +49,7 @@ func TestDockerStreamedVerifier(t *testing.T) {
 
 // An image without tar still gets verified, through the engine's copy API.
 func TestDockerVerifierWithoutTar(t *testing.T) {
+	t.Parallel() // see runTrial
 	d := newTestDocker(t)
 	task := writeTask(t, "greet-no-tar", greetConfig(), greetFiles, map[string]string{
 		"environment/Dockerfile": greetFiles["environment/Dockerfile"] + "RUN rm -f /bin/tar /usr/bin/tar\n",
@@ -75,6 +77,7 @@ func (s countingSandbox) Exec(ctx context.Context, req executor.ExecRequest) (ex
 // [verifier] user decides who runs test.sh and [agent] user who runs the
 // oracle's solve.sh, whatever the image's default user is.
 func TestDockerVerifierAndOracleUsers(t *testing.T) {
+	t.Parallel() // see runTrial
 	d := newTestDocker(t)
 	// solve.sh records who ran it; test.sh scores 1 only when it runs as
 	// the expected user and sees the solver's record.
@@ -124,6 +127,7 @@ func TestDockerVerifierAndOracleUsers(t *testing.T) {
 // code as its exit code, keeps its reward, while a real failure (the agent
 // turned /logs into a file) is still a verifier error.
 func TestDockerVerifierIgnoresFakePrepareMarker(t *testing.T) {
+	t.Parallel() // see runTrial
 	d := newTestDocker(t)
 	fake := "#!/bin/bash\necho 'harness: could not prepare the verifier directories' >&2\n" +
 		"echo 'harness: could not prepare the verifier directories'\necho 1 > /logs/verifier/reward.txt\nexit 97\n"

@@ -139,9 +139,10 @@ func standinAgent(api string, client *llm.Client) *Agent {
 	}}
 }
 
+// openAIClient reads the key from STANDIN_TEST_KEY, which the test sets to
+// testKey (a parallel test may not set it itself).
 func openAIClient(t *testing.T, srv *llmtest.Server, ledger *llm.Ledger, rec llm.CallRecorder) *llm.Client {
 	t.Helper()
-	t.Setenv("STANDIN_TEST_KEY", testKey)
 	in, out := 1.0, 1.0
 	m := config.Model{Provider: config.ProviderOpenAI, BaseURL: srv.URL(), Model: "fake-model", APIKeyEnv: "STANDIN_TEST_KEY",
 		PriceInputPerMTok: &in, PriceOutputPerMTok: &out}
@@ -169,38 +170,46 @@ func runTrial(t *testing.T, d *docker.Backend, rt config.ExecutorRuntime, task *
 // netProbe is a command that tries an address outside the trial.
 const netProbe = "if timeout 5 bash -c 'exec 3<>/dev/tcp/1.1.1.1/80' 2>/dev/null; then echo probe-reached; else echo probe-blocked; fi"
 
+// The three API shapes run side by side: each trial has its own server,
+// network and job directory, and mostly waits for the engine.
 func TestInstalledAgentDockerThroughTheGateway(t *testing.T) {
 	rt := testRuntime(t)
 	d := testDocker(t, rt)
 	task := standinTask(t)
-	for _, api := range config.APIShapes() {
-		t.Run(api, func(t *testing.T) {
-			srv := llmtest.NewServer(t)
-			srv.Push(
-				llmtest.ToolCall("c1", "run_command", `{"command":"echo 42 > /app/answer.txt"}`).WithUsage(1000, 50),
-				llmtest.ToolCall("c2", "run_command", `{"command":"`+strings.ReplaceAll(netProbe, `"`, `\"`)+`"}`).WithUsage(1000, 50),
-				llmtest.ToolCall("c3", "write_file", `{"path":"/app/note.txt","content":"done"}`).WithUsage(1000, 50),
-				llmtest.Text("All done.").WithUsage(1000, 50),
-			)
-			ledger, rec := llm.NewLedger(llm.Limits{}), &countingRecorder{}
-			tr, job := runTrial(t, d, rt, task, standinAgent(api, openAIClient(t, srv, ledger, rec)))
-			if tr.Status != executor.StatusScored || tr.Reward == nil || *tr.Reward != 1 {
-				t.Fatalf("trace %s reward %v errors %q\noutput: %s\nstderr: %s", tr.Status, tr.Reward, tr.Errors, tr.AgentOutput, readFile(t, job, StderrFile))
-			}
-			checkUpstream(t, srv, 4)
-			if got := ledger.ByCaller()[testCaller].Calls; got != 4 || len(rec.records()) != 4 || tr.Usage.ModelCalls != 4 {
-				t.Errorf("ledger calls %d, call log records %d, trace calls %d; want 4 of each", got, len(rec.records()), tr.Usage.ModelCalls)
-			}
-			if req := srv.Requests()[2]; !strings.Contains(string(req.Raw), "probe-blocked") {
-				t.Errorf("the container reached an address outside the trial: the probe's result was %s", req.Raw)
-			}
-			checkContainerEnv(t, job, api)
-			if out := readFile(t, job, StdoutFile); !strings.Contains(out, "skill "+testMarker) {
-				t.Errorf("the stand-in did not echo the executor skill's marker; its output: %s", out)
-			}
-			checkTrajectory(t, job, 4)
-		})
-	}
+	t.Setenv("STANDIN_TEST_KEY", testKey)
+	// The group returns when every shape has, so that this test's own
+	// duration (what CI lists) is theirs.
+	t.Run("apis", func(t *testing.T) {
+		for _, api := range config.APIShapes() {
+			t.Run(api, func(t *testing.T) {
+				t.Parallel()
+				srv := llmtest.NewServer(t)
+				srv.Push(
+					llmtest.ToolCall("c1", "run_command", `{"command":"echo 42 > /app/answer.txt"}`).WithUsage(1000, 50),
+					llmtest.ToolCall("c2", "run_command", `{"command":"`+strings.ReplaceAll(netProbe, `"`, `\"`)+`"}`).WithUsage(1000, 50),
+					llmtest.ToolCall("c3", "write_file", `{"path":"/app/note.txt","content":"done"}`).WithUsage(1000, 50),
+					llmtest.Text("All done.").WithUsage(1000, 50),
+				)
+				ledger, rec := llm.NewLedger(llm.Limits{}), &countingRecorder{}
+				tr, job := runTrial(t, d, rt, task, standinAgent(api, openAIClient(t, srv, ledger, rec)))
+				if tr.Status != executor.StatusScored || tr.Reward == nil || *tr.Reward != 1 {
+					t.Fatalf("trace %s reward %v errors %q\noutput: %s\nstderr: %s", tr.Status, tr.Reward, tr.Errors, tr.AgentOutput, readFile(t, job, StderrFile))
+				}
+				checkUpstream(t, srv, 4)
+				if got := ledger.ByCaller()[testCaller].Calls; got != 4 || len(rec.records()) != 4 || tr.Usage.ModelCalls != 4 {
+					t.Errorf("ledger calls %d, call log records %d, trace calls %d; want 4 of each", got, len(rec.records()), tr.Usage.ModelCalls)
+				}
+				if req := srv.Requests()[2]; !strings.Contains(string(req.Raw), "probe-blocked") {
+					t.Errorf("the container reached an address outside the trial: the probe's result was %s", req.Raw)
+				}
+				checkContainerEnv(t, job, api)
+				if out := readFile(t, job, StdoutFile); !strings.Contains(out, "skill "+testMarker) {
+					t.Errorf("the stand-in did not echo the executor skill's marker; its output: %s", out)
+				}
+				checkTrajectory(t, job, 4)
+			})
+		}
+	})
 }
 
 // checkUpstream checks that the fake server saw n calls, each with the
@@ -269,6 +278,7 @@ func TestInstalledAgentDockerBudgetStopsTheNextCall(t *testing.T) {
 	rt := testRuntime(t)
 	d := testDocker(t, rt)
 	task := standinTask(t)
+	t.Setenv("STANDIN_TEST_KEY", testKey)
 	srv := llmtest.NewServer(t)
 	srv.Push(
 		llmtest.ToolCall("c1", "run_command", `{"command":"echo 41 > /app/answer.txt"}`).WithUsage(1000, 50),

@@ -49,11 +49,11 @@ func pBetter(tasks []TaskSummary, usable []int, seed uint64, cuts []float64) (p 
 		p = quad.Fixed(func(x float64) float64 { return cand.Prob(x) * cur.CDF(x) }, 0, 1, quadNodes, quad.Legendre{}, 0)
 		return math.Min(1, math.Max(0, p)), 0
 	}
-	cand := make([]distuv.Beta, len(usable))
-	cur := make([]distuv.Beta, len(usable))
+	cand := make([]betaSampler, len(usable))
+	cur := make([]betaSampler, len(usable))
 	for j, i := range usable {
-		cand[j] = posterior(tasks[i].Candidate, stream(seed, i, Candidate))
-		cur[j] = posterior(tasks[i].Current, stream(seed, i, Current))
+		cand[j] = newBetaSampler(posterior(tasks[i].Candidate, stream(seed, i, Candidate)))
+		cur[j] = newBetaSampler(posterior(tasks[i].Current, stream(seed, i, Current)))
 	}
 	wins := 0
 	for target := mcStart; ; target *= 2 {
@@ -70,6 +70,73 @@ func pBetter(tasks []TaskSummary, usable []int, seed uint64, cuts []float64) (p 
 		p = float64(wins) / float64(draws)
 		if draws >= mcMax || settled(wins, draws, cuts) {
 			return p, draws
+		}
+	}
+}
+
+// betaSampler draws what distuv.Beta.Rand draws, draw for draw from the same
+// source, without its per-draw cost: gonum wraps the source in a new
+// rand.Rand and recomputes the shapes' constants for each of the two gamma
+// draws of every sample, and the gate's simulations take millions of
+// samples. The posteriors' shapes are at least 1 (a Beta(1, 1) prior), where
+// gonum draws Gamma(1) as an exponential and larger shapes with Marsaglia and
+// Tsang's method; anything else is left to gonum.
+type betaSampler struct {
+	dist  distuv.Beta
+	rnd   *rand.Rand
+	alpha gammaShape
+	beta  gammaShape
+	own   bool // the shapes are ones this sampler draws itself
+}
+
+// gammaShape holds Marsaglia and Tsang's constants for Gamma(shape, 1).
+type gammaShape struct {
+	shape, d, c float64
+}
+
+func newBetaSampler(b distuv.Beta) betaSampler {
+	s := betaSampler{dist: b, own: b.Src != nil && b.Alpha >= 1 && b.Beta >= 1}
+	if s.own {
+		s.rnd = rand.New(b.Src)
+		s.alpha, s.beta = newGammaShape(b.Alpha), newGammaShape(b.Beta)
+	}
+	return s
+}
+
+func newGammaShape(shape float64) gammaShape {
+	d := shape - 1.0/3
+	return gammaShape{shape: shape, d: d, c: 1 / (3 * math.Sqrt(d))}
+}
+
+// Rand returns the next sample: gonum's ga / (ga + gb), the alpha draw first.
+func (s *betaSampler) Rand() float64 {
+	if !s.own {
+		return s.dist.Rand()
+	}
+	ga := s.alpha.draw(s.rnd)
+	gb := s.beta.draw(s.rnd)
+	return ga / (ga + gb)
+}
+
+// draw is distuv.Gamma{Alpha: g.shape, Beta: 1}.Rand for a shape of at least
+// 1, with the same arithmetic, so the same bits.
+func (g gammaShape) draw(rnd *rand.Rand) float64 {
+	if g.shape == 1 {
+		return rnd.ExpFloat64()
+	}
+	for {
+		x := rnd.NormFloat64()
+		v := 1 + x*g.c
+		if v <= 0.0 {
+			continue
+		}
+		v = v * v * v
+		u := rnd.Float64()
+		if u < 1.0-0.0331*(x*x)*(x*x) {
+			return g.d * v
+		}
+		if math.Log(u) < 0.5*x*x+g.d*(1-v+math.Log(v)) {
+			return g.d * v
 		}
 	}
 }

@@ -258,10 +258,16 @@ func consumerOf(c rundir.CallRecord) conditions.Consumer {
 	return conditions.Consumer(c.Role)
 }
 
+// leakIterations is the shortest run in which every kind of call is made
+// after a trial has been verified: the first iteration's trial, proposal,
+// review, draft, gate and reflection give the second iteration's plans
+// (and the second reflection's pairs) something to carry.
+const leakIterations = 2
+
 // runLeakMatrix runs the matrix and returns, per row, its setting and call
 // records, after checking the server saw exactly what the call logs hold.
+// The caller sets HARNESS_LEAK_TEST_KEY to leakKey.
 func runLeakMatrix(t *testing.T, level conditions.VerifierFeedback, labs ...string) (map[string]conditions.Setting, map[string][]rundir.CallRecord, *llmtest.Server) {
-	t.Setenv("HARNESS_LEAK_TEST_KEY", leakKey)
 	srv := labServer(t)
 	cfgDir := leakConfig(t, srv, level)
 	matrixFile := filepath.Join(t.TempDir(), "matrix.toml")
@@ -269,7 +275,7 @@ func runLeakMatrix(t *testing.T, level conditions.VerifierFeedback, labs ...stri
 		t.Fatal(err)
 	}
 	out := t.TempDir()
-	r := runCLI(t, engineFactory(), "matrix", "--matrix", matrixFile, "--tasks", "leak-marker", "--iterations", "3",
+	r := runCLI(t, engineFactory(), "matrix", "--matrix", matrixFile, "--tasks", "leak-marker", "--iterations", fmt.Sprint(leakIterations),
 		"--config-dir", cfgDir, "--out", out, "-j", "2")
 	if r.code != ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.errOut)
@@ -360,11 +366,31 @@ func recordText(t *testing.T, c rundir.CallRecord) string {
 	return string(data)
 }
 
+// TestVerifierDiagnostics runs the two levels of verifier_feedback side by
+// side: each matrix has its own endpoint, configuration and output, and a
+// trial spends most of its time waiting for the engine.
+func TestVerifierDiagnostics(t *testing.T) {
+	dockerForTest(t)
+	// Here, not in the subtests: a parallel test may not set the environment.
+	t.Setenv("HARNESS_LEAK_TEST_KEY", leakKey)
+	// The group returns when both levels have, so that this test's own
+	// duration (what CI lists) is theirs.
+	t.Run("levels", func(t *testing.T) {
+		t.Run("ReachNoModelByDefault", func(t *testing.T) {
+			t.Parallel()
+			verifierDiagnosticsReachNoModelByDefault(t)
+		})
+		t.Run("ReachExactlyTheContractsRoles", func(t *testing.T) {
+			t.Parallel()
+			verifierDiagnosticsReachExactlyTheContractsRoles(t)
+		})
+	})
+}
+
 // Under the default verifier_feedback = "tests", nothing the verifier
 // printed reaches any model, in any condition or executor mode: not in the
 // requests the endpoint received, not in the run's call log.
-func TestVerifierDiagnosticsReachNoModelByDefault(t *testing.T) {
-	dockerForTest(t)
+func verifierDiagnosticsReachNoModelByDefault(t *testing.T) {
 	_, calls, srv := runLeakMatrix(t, conditions.VerifierTests, "default", "hierarchical", routedLab)
 	for i, q := range srv.Requests() {
 		if strings.Contains(string(q.Raw), leakMarker) {
@@ -393,8 +419,7 @@ func TestVerifierDiagnosticsReachNoModelByDefault(t *testing.T) {
 
 // Under verifier_feedback = "diagnostics" the verifier's output reaches
 // exactly the kinds of call the contract allows it, and no other.
-func TestVerifierDiagnosticsReachExactlyTheContractsRoles(t *testing.T) {
-	dockerForTest(t)
+func verifierDiagnosticsReachExactlyTheContractsRoles(t *testing.T) {
 	settings, calls, _ := runLeakMatrix(t, conditions.VerifierDiagnostics, "default", routedLab)
 	made := map[conditions.Consumer]bool{}
 	for _, recs := range calls {
@@ -402,7 +427,7 @@ func TestVerifierDiagnosticsReachExactlyTheContractsRoles(t *testing.T) {
 			made[consumerOf(c)] = true
 		}
 	}
-	for _, k := range []conditions.Consumer{conditions.ConsumerJudge, conditions.ConsumerMetaReview} {
+	for _, k := range []conditions.Consumer{conditions.ConsumerJudge, conditions.ConsumerMetaReview, conditions.ConsumerRouter} {
 		if !made[k] {
 			t.Errorf("no %s call was made: the check below does not cover it", k)
 		}
