@@ -109,3 +109,32 @@ func TestFollowNamesTheStudentsOfARoutedItem(t *testing.T) {
 		t.Errorf("--follow shows a routed item as %q", got)
 	}
 }
+
+func TestCountRoutesSumsAdoptionPerPair(t *testing.T) {
+	yes, no := true, false
+	items := []RoutedItem{
+		{Row: "med", From: "a", To: "b", Adopted: &yes},
+		{Row: "med", From: "a", To: "b", Adopted: &no},
+		{Row: "med", From: "a", To: "b"},
+		{Row: "med", From: "b", To: "a", Adopted: &yes},
+		// The same pair in another row counts apart.
+		{Row: "pool", From: "a", To: "b", Adopted: &yes},
+	}
+	got := CountRoutes(items)
+	want := []RouteCount{
+		{Row: "med", From: "a", To: "b", Items: 3, Adopted: 1, Rejected: 1, Pending: 1},
+		{Row: "med", From: "b", To: "a", Items: 1, Adopted: 1},
+		{Row: "pool", From: "a", To: "b", Items: 1, Adopted: 1},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("counts %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("count %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if empty := CountRoutes(nil); empty == nil || len(empty) != 0 {
+		t.Errorf("no items count %v, want an empty list", empty)
+	}
+}

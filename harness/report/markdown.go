@@ -31,8 +31,9 @@ func cell(s string) string {
 
 // writeMarkdown writes summary.md: what was compared and how, the
 // comparison table, the warnings, the students' table when rows have
-// several (students non-nil), the plots and the spend table.
-func writeMarkdown(out io.Writer, c *inspect.Comparison, series []inspect.RowSeries, students *inspect.Comparison) error {
+// several (students non-nil), the routing between students when any item
+// was routed, the plots and the spend table.
+func writeMarkdown(out io.Writer, c *inspect.Comparison, series []inspect.RowSeries, students *inspect.Comparison, routed []inspect.RoutedItem) error {
 	w := bufio.NewWriter(out)
 	pct := strconv.FormatFloat(100*c.Level, 'f', -1, 64) + "%"
 	fmt.Fprintf(w, "# Report: %s\n\n", c.ID)
@@ -82,6 +83,7 @@ func writeMarkdown(out io.Writer, c *inspect.Comparison, series []inspect.RowSer
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "![Reward per iteration per student](%s.svg)\n\n[PNG](%s.png) · [SVG](%s.svg)\n\n", StudentRewardPlot, StudentRewardPlot, StudentRewardPlot)
 	}
+	writeRouting(w, routed)
 
 	for _, img := range []struct{ title, name, about string }{
 		{"Reward per iteration", RewardPlot, "Mean over tasks of each iteration's scored rewards per row; the band is a 95% bootstrap interval over tasks. Iterations without a scored trial are left out."},

@@ -43,6 +43,9 @@ type Summary struct {
 	// `harness inspect --compare --by student` does; nil when no row has
 	// more than one student.
 	Students *inspect.Comparison `json:"students,omitempty"`
+	// Routing counts the items routed between students by row, sender
+	// and receiver; empty when none was.
+	Routing []inspect.RouteCount `json:"routing"`
 }
 
 // Write reads the run or matrix at dir and writes the plots and summary.md
@@ -68,10 +71,15 @@ func Write(ctx context.Context, dir, outDir string) (*Summary, error) {
 		// One student a row: the rows are the students.
 		students, studentSeries = nil, nil
 	}
+	routed, err := inspect.Routing(dir)
+	if err != nil {
+		return nil, fmt.Errorf("report on the routing of %s: %w", dir, err)
+	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create report directory %s: %w", outDir, err)
 	}
-	sum := &Summary{Dir: dir, OutDir: outDir, Markdown: filepath.Join(outDir, SummaryFile), Comparison: cmp, Students: students}
+	sum := &Summary{Dir: dir, OutDir: outDir, Markdown: filepath.Join(outDir, SummaryFile), Comparison: cmp, Students: students,
+		Routing: inspect.CountRoutes(routed)}
 
 	type plotSpec struct {
 		name   string
@@ -104,7 +112,7 @@ func Write(ctx context.Context, dir, outDir string) (*Summary, error) {
 	}
 
 	err = durable.WriteFileFunc(sum.Markdown, 0o644, func(w io.Writer) error {
-		return writeMarkdown(w, cmp, series, students)
+		return writeMarkdown(w, cmp, series, students, routed)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", sum.Markdown, err)
