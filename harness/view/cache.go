@@ -100,7 +100,12 @@ var (
 		"run":        {rundir.ManifestFile, filepath.Join(rundir.MetricsDir, "*"), filepath.Join(rundir.HistoryDir, "*")},
 		"calls":      {rundir.CallsFile},
 		"tournament": {rundir.ManifestFile, rundir.TournamentFile},
+		"routing":    routingFiles,
 	}
+	// routingFiles are what inspect.Routing reads, of a run and of a
+	// matrix's rows: not the call log beside them.
+	routingFiles = []string{rundir.ManifestFile, rundir.HistoryFile, rundir.RejectedFile, rundir.SkillUpdatesFile,
+		filepath.Join("*", rundir.HistoryFile), filepath.Join("*", rundir.RejectedFile), filepath.Join("*", rundir.SkillUpdatesFile)}
 	allFiles = append([]string{rundir.StateFile, filepath.Join(rundir.HistoryDir, "*"),
 		filepath.Join("*", rundir.StateFile), filepath.Join("*", rundir.HistoryDir, "*")}, metricFiles...)
 )

@@ -89,11 +89,18 @@ func TestViewsRecomputeOnlyForTheirOwnFiles(t *testing.T) {
 	}
 	get("compare")
 	get("calls")
+	get("routing")
 	mustWrite(t, filepath.Join(dir, "history", "calls.jsonl"), []byte("{}\n"))
 	get("compare")
 	get("calls")
-	if n["compare"] != 1 || n["calls"] != 2 {
-		t.Errorf("after a new call record: compare computed %d times (want 1), calls %d (want 2)", n["compare"], n["calls"])
+	get("routing")
+	if n["compare"] != 1 || n["calls"] != 2 || n["routing"] != 1 {
+		t.Errorf("after a new call record: compare computed %d times (want 1), calls %d (want 2), routing %d (want 1)", n["compare"], n["calls"], n["routing"])
+	}
+	mustWrite(t, filepath.Join(dir, "history", "history.jsonl"), []byte("{}\n"))
+	get("routing")
+	if n["routing"] != 2 {
+		t.Errorf("after a new history record the routing was computed %d times, want 2", n["routing"])
 	}
 	mustWrite(t, filepath.Join(dir, "metrics", "part-00001.parquet"), []byte("x"))
 	get("compare")

@@ -50,17 +50,22 @@ func (s *Server) matrix(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	routing, err := s.routing(t)
+	if err != nil {
+		return err
+	}
 	rows := make([]matrixRow, len(c.Rows))
 	for i, rc := range c.Rows {
 		rows[i] = matrixRow{RowComparison: rc, Dirs: rowDirs(t, rc)}
 	}
 	s.render(w, "matrix", page{Title: "matrix " + m.ID, Crumbs: crumbs(t), Refresh: m.Status == rundir.StatusRunning,
 		Data: struct {
-			T    target
-			M    rundir.Manifest
-			C    *inspect.Comparison
-			Rows []matrixRow
-		}{t, m, c, rows}})
+			T       target
+			M       rundir.Manifest
+			C       *inspect.Comparison
+			Rows    []matrixRow
+			Routing *routingView
+		}{t, m, c, rows, routing}})
 	return nil
 }
 
@@ -98,6 +103,10 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	routing, err := s.routing(t)
+	if err != nil {
+		return err
+	}
 	s.render(w, "run", page{Title: "run " + t.Name(), Crumbs: crumbs(t), Refresh: m.Status == rundir.StatusRunning,
 		Data: struct {
 			T          target
@@ -105,7 +114,8 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) error {
 			Curve      any
 			Roles      []string
 			Tournament *inspect.TournamentReport
-		}{t, rv, runCurve(rv), skillRoles(t.Path), tv}})
+			Routing    *routingView
+		}{t, rv, runCurve(rv), skillRoles(t.Path), tv, routing}})
 	return nil
 }
 

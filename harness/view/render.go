@@ -14,13 +14,13 @@ import (
 )
 
 // pageNames are the templates under assets/, each rendered inside
-// layout.html.
+// layout.html; routing.html is a section the run and matrix pages share.
 var pageNames = []string{"index", "matrix", "run", "tasks", "curves", "iteration", "trial", "skill", "calls"}
 
 func parsePages() (map[string]*template.Template, error) {
 	out := map[string]*template.Template{}
 	for _, name := range pageNames {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html", "assets/"+name+".html")
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html", "assets/routing.html", "assets/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("parse the %s page: %w", name, err)
 		}
