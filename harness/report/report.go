@@ -1,7 +1,8 @@
 // Package report turns a run or matrix directory into plots (PNG and SVG)
 // and a one-page Markdown summary: reward per iteration per row with an
 // interval band, cumulative skill updates per row, tokens by role per row,
-// and the comparison table of `harness inspect --compare`.
+// the comparison table of `harness inspect --compare` and the items routed
+// between students.
 package report
 
 import (

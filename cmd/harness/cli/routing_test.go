@@ -13,7 +13,7 @@ import (
 
 // Two students with their own skills, one task they take turns at: what
 // inspect --routing reports follows the run's routing, and run.json and
-// the dry run record it.
+// the dry run record it; the report shows routing only when there was some.
 func TestInspectRoutingFollowsTheRunsRouting(t *testing.T) {
 	const lab = "[labs.default]\nassignment = \"rotate\"\n[labs.default.students.strong]\nown_skill = true\n" +
 		"[labs.default.students.weak]\nmodel = \"cheap\"\nown_skill = true\n"
@@ -52,6 +52,15 @@ func TestInspectRoutingFollowsTheRunsRouting(t *testing.T) {
 			ins := runCLI(t, nil, "inspect", runs[0], "--routing", "--json")
 			if ins.code != ExitOK {
 				t.Fatalf("inspect --routing: exit %d\n%s%s", ins.code, ins.out, ins.errOut)
+			}
+			// The report has a Routing section exactly when items were routed.
+			repDir := filepath.Join(t.TempDir(), "report")
+			if rep := runCLI(t, nil, "report", runs[0], "--out", repDir); rep.code != ExitOK {
+				t.Fatalf("report: exit %d\n%s%s", rep.code, rep.out, rep.errOut)
+			}
+			md, err := os.ReadFile(filepath.Join(repDir, "summary.md"))
+			if err != nil || strings.Contains(string(md), "## Routing") != (tt.form != "") {
+				t.Errorf("report under %s routing (%v), want a Routing section %v:\n%s", tt.routing, err, tt.form != "", md)
 			}
 			if tt.form == "" {
 				if strings.TrimSpace(ins.out) != "[]" {
