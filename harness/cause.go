@@ -19,7 +19,7 @@ func (t *taskRun) recordPlanFailure(err error) error {
 	executor.SetCause(tr, executor.AgentCause(err), fmt.Errorf("planner: %w", err))
 	tr.FinishedAt = tr.StartedAt
 	t.row.Cause = rundir.Nullable(tr.Cause)
-	if err := durable.WriteJSON(t.r.Dir.Join(rundir.TracePath(t.task.ID, t.it)), tr); err != nil {
+	if err := durable.WriteJSON(t.r.Dir.Join(rundir.TracePath(t.entryTask, t.it)), tr); err != nil {
 		return fmt.Errorf("record the failed plan of %s: %w", t.trialID, err)
 	}
 	return nil

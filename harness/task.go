@@ -26,8 +26,9 @@ type taskRun struct {
 	in      *iterationInput
 	trialID string
 	student string
-	// entryTask keys the trial's history entries: its task, and its
-	// student when several students attempt the task in one iteration.
+	// entryTask keys the trial's history entries and its files (trace,
+	// report, job directory): its task, and its student when several
+	// students attempt the task in one iteration.
 	entryTask string
 	row       rundir.MetricRow
 	// tap collects what this task's work is charged, for its row.
@@ -46,7 +47,7 @@ func (r *Run) runTask(ctx context.Context, it int, slot trialSlot, perTask int, 
 		t.out.ownSkill = slot.student.ID
 	}
 	if perTask > 1 {
-		t.entryTask = task.ID + "@" + slot.student.ID
+		t.entryTask = rundir.StudentTrialKey(task.ID, slot.student.ID)
 	}
 	t.row = r.baseRow(it, task.ID, t.trialID, slot.student, in.hashes)
 	t.row.HumanNotes = int32(len(in.notes))
@@ -146,7 +147,7 @@ func (t *taskRun) planFailed(ctx context.Context, err error) {
 // scores it. A job directory left by an attempt a crash cut short is
 // cleared first, so its files never mix with this attempt's.
 func (t *taskRun) trial(ctx context.Context, plan string) (*executor.Trace, bool) {
-	jobDir := t.r.Dir.Join(rundir.JobDir(t.task.ID, t.it))
+	jobDir := t.r.Dir.Join(rundir.JobDir(t.entryTask, t.it))
 	if err := os.RemoveAll(jobDir); err != nil {
 		t.abort(fmt.Errorf("clear job directory %s: %w", jobDir, err))
 		return nil, false
@@ -168,7 +169,7 @@ func (t *taskRun) trial(ctx context.Context, plan string) (*executor.Trace, bool
 	for _, w := range trace.Warnings {
 		t.out.warnings = append(t.out.warnings, t.task.ID+": "+w)
 	}
-	if err := durable.WriteJSON(t.r.Dir.Join(rundir.TracePath(t.task.ID, t.it)), trace); err != nil {
+	if err := durable.WriteJSON(t.r.Dir.Join(rundir.TracePath(t.entryTask, t.it)), trace); err != nil {
 		t.abort(err)
 		return nil, false
 	}
@@ -266,7 +267,7 @@ func (t *taskRun) report(ctx context.Context, digest mediator.TraceDigest) (stri
 	withheld := rep.Withheld
 	t.row.ReportWithheld = &withheld
 	id := t.entryID(rundir.EntryReport)
-	rel := rundir.ReportPath(t.task.ID, t.it)
+	rel := rundir.ReportPath(t.entryTask, t.it)
 	hash := t.in.hashes[conditions.RoleMediator]
 	if err := durable.WriteJSON(filepath.Join(t.r.Dir.Path, rel), map[string]any{
 		"entry_id": id, "task_id": t.task.ID, "iteration": t.it, "trial_id": t.trialID,

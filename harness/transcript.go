@@ -21,7 +21,7 @@ func (t *taskRun) condensedTranscript(trace *executor.Trace) string {
 	}
 	path := trace.TranscriptPath
 	if !filepath.IsAbs(path) {
-		path = filepath.Join(t.r.Dir.Join(rundir.JobDir(t.task.ID, t.it)), path)
+		path = filepath.Join(t.r.Dir.Join(rundir.JobDir(t.entryTask, t.it)), path)
 	}
 	recs, err := lab.ReadTranscript(path)
 	if err != nil {

@@ -266,6 +266,9 @@ func TestFollowShowsTrialsAndPhases(t *testing.T) {
 	waitFor(t, out, "i2 b trial: env_failure, 1.5s: container died")
 	writeFile(t, filepath.Join(dir, rundir.JobDir("a", 2), rundir.TraceFile), trace("scored", "1"))
 	waitFor(t, out, "i2 a trial: scored, reward 1.000, 1.5s\n") // no error on a scored trial
+	// One of several students' trials of a task names its student.
+	writeFile(t, filepath.Join(dir, rundir.JobDir(rundir.StudentTrialKey("b", "weak"), 2), rundir.TraceFile), trace("scored", "0"))
+	waitFor(t, out, "i2 b trial by weak: scored, reward 0.000")
 
 	appendLine(t, filepath.Join(dir, rundir.CallsFile), `{"caller":"coevo/advisor/b001","role":"advisor"}`)
 	waitFor(t, out, "the Advisor is reviewing batch b001")

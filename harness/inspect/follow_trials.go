@@ -119,13 +119,18 @@ func (tw *trialWatch) showTrial(w io.Writer, prefix, dir, path string) {
 }
 
 // trialLabel names a trial by its job directory, relative to the run:
-// jobs/<task>/<NNNN>, jobs/eval/c<NNNN>/<task>/k<NN> or
+// jobs/<task>/<NNNN> (jobs/<task>@<student>/<NNNN> for one of several
+// students' trials of the task), jobs/eval/c<NNNN>/<task>/k<NN> or
 // artifacts/validation/<batch>/<arm>/<task>/k<N>.
 func trialLabel(rel string) string {
 	parts := strings.Split(rel, "/")
 	switch {
 	case len(parts) == 3 && parts[0] == rundir.JobsDir:
-		return fmt.Sprintf("i%s %s trial", strings.TrimLeft(parts[2], "0"), parts[1])
+		it := strings.TrimLeft(parts[2], "0")
+		if task, student, ok := strings.Cut(parts[1], "@"); ok {
+			return fmt.Sprintf("i%s %s trial by %s", it, task, student)
+		}
+		return fmt.Sprintf("i%s %s trial", it, parts[1])
 	case len(parts) == 5 && parts[1] == "eval":
 		return fmt.Sprintf("held-out trial of the skills after iteration %s: %s %s", strings.TrimLeft(strings.TrimPrefix(parts[2], "c"), "0"),
 			parts[3], parts[4])

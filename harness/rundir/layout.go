@@ -204,22 +204,29 @@ func EvalJobDir(checkpoint, k int, task string) string {
 // iterationName is how an iteration appears in a file or folder name.
 func iterationName(iteration int) string { return fmt.Sprintf("%04d", iteration) }
 
-// TracePath is where the trace of a task's trial in an iteration is kept,
-// relative to the run directory.
-func TracePath(task string, iteration int) string {
-	return filepath.Join(TracesDir, task, iterationName(iteration)+".json")
+// StudentTrialKey is the task segment of the paths of one student's trial
+// (TracePath, ReportPath, JobDir) when several students attempt the task in
+// one iteration ([labs.<name>] assignment = "all"): "<task>@<student>", so
+// the trials of one task in one iteration never share a file. A task
+// attempted once in an iteration keeps the task id alone.
+func StudentTrialKey(task, student string) string { return task + "@" + student }
+
+// TracePath is where the trace of a training trial is kept, relative to
+// the run directory; key is its task, or its StudentTrialKey.
+func TracePath(key string, iteration int) string {
+	return filepath.Join(TracesDir, key, iterationName(iteration)+".json")
 }
 
-// ReportPath is where the Mediator's report on a task's trial in an
-// iteration is kept, relative to the run directory.
-func ReportPath(task string, iteration int) string {
-	return filepath.Join(ReportsDir, task, iterationName(iteration)+".json")
+// ReportPath is where the Mediator's report on a training trial is kept,
+// relative to the run directory; key as for TracePath.
+func ReportPath(key string, iteration int) string {
+	return filepath.Join(ReportsDir, key, iterationName(iteration)+".json")
 }
 
-// JobDir is the working directory of a task's trial in an iteration,
-// relative to the run directory.
-func JobDir(task string, iteration int) string {
-	return filepath.Join(JobsDir, task, iterationName(iteration))
+// JobDir is the working directory of a training trial, relative to the
+// run directory; key as for TracePath.
+func JobDir(key string, iteration int) string {
+	return filepath.Join(JobsDir, key, iterationName(iteration))
 }
 
 // StudentSkillsDir is the skills tree of a student with its own executor

@@ -191,6 +191,9 @@ type iterationRow struct {
 	rundir.MetricRow
 	Tokens int64
 	Cost   float64
+	// TrialStudent addresses the trial page of one student's trial when
+	// several students attempted the task in the iteration; "" otherwise.
+	TrialStudent string
 }
 
 func (s *Server) iteration(w http.ResponseWriter, r *http.Request) error {
@@ -217,7 +220,11 @@ func (s *Server) iteration(w http.ResponseWriter, r *http.Request) error {
 		if student != "" && row.Student != student {
 			continue
 		}
-		out = append(out, iterationRow{MetricRow: row, Tokens: rowTokens(row), Cost: rowCost(row)})
+		ir := iterationRow{MetricRow: row, Tokens: rowTokens(row), Cost: rowCost(row)}
+		if row.Student != "" && row.TrialID == rundir.StudentTrialID(it, row.TaskID, row.Student) {
+			ir.TrialStudent = row.Student
+		}
+		out = append(out, ir)
 	}
 	slices.Sort(students)
 	s.render(w, "iteration", page{Title: fmt.Sprintf("iteration %d of %s", it, t.Name()), Crumbs: crumbs(t),

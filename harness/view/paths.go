@@ -72,6 +72,19 @@ func taskParam(r *http.Request) (string, error) {
 	return task, nil
 }
 
+// studentParam reads the optional ?student=ID of a trial: set when several
+// students attempted the task in the iteration, each with its own files.
+func studentParam(r *http.Request) (string, error) {
+	student := r.URL.Query().Get("student")
+	if student == "" {
+		return "", nil
+	}
+	if strings.ContainsAny(student, `/\@`) || !filepath.IsLocal(student) {
+		return "", fmt.Errorf("%w: %q is not a student id (pass ?student=ID, or leave it out for a task one student attempted)", errNotFound, student)
+	}
+	return student, nil
+}
+
 // iterationParam reads a 1-based iteration from ?i=N.
 func iterationParam(r *http.Request) (int, error) {
 	i, err := strconv.Atoi(r.URL.Query().Get("i"))

@@ -25,8 +25,11 @@ type reportFile struct {
 
 // trialData is everything the trial page shows.
 type trialData struct {
-	T           target
-	Task        string
+	T    target
+	Task string
+	// Student is set when several students attempted the task in the
+	// iteration: the trial is this student's.
+	Student     string
 	Iteration   int
 	TrialID     string
 	Row         *rundir.MetricRow
@@ -50,44 +53,59 @@ func (s *Server) trial(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	student, err := studentParam(r)
+	if err != nil {
+		return err
+	}
 	it, err := iterationParam(r)
 	if err != nil {
 		return err
 	}
-	d, err := readTrial(t, task, it)
+	d, err := readTrial(t, task, student, it)
 	if err != nil {
 		return err
 	}
+	title := fmt.Sprintf("%s, iteration %d", task, it)
+	if student != "" {
+		title = fmt.Sprintf("%s by %s, iteration %d", task, student, it)
+	}
 	// A trial's files are complete once its trace is written: no refresh.
-	s.render(w, "trial", page{Title: fmt.Sprintf("%s, iteration %d", task, it), Crumbs: crumbs(t), Data: d})
+	s.render(w, "trial", page{Title: title, Crumbs: crumbs(t), Data: d})
 	return nil
 }
 
 // readTrial reads one trial's files; only the trace is required, the rest
-// is shown when the run kept it.
-func readTrial(t target, task string, it int) (*trialData, error) {
-	d := &trialData{T: t, Task: task, Iteration: it, TrialID: rundir.TrialID(it, task)}
+// is shown when the run kept it. student is "" for a task one student
+// attempted in the iteration; else the trial is that student's, kept
+// under its own key.
+func readTrial(t target, task, student string, it int) (*trialData, error) {
+	d := &trialData{T: t, Task: task, Student: student, Iteration: it, TrialID: rundir.TrialID(it, task)}
+	key, whose := task, ""
+	if student != "" {
+		key, whose = rundir.StudentTrialKey(task, student), " by student "+student
+		d.TrialID = rundir.StudentTrialID(it, task, student)
+	}
 	var tr rundir.Trace
-	found, err := readJSON(filepath.Join(t.Path, rundir.TracePath(task, it)), &tr)
+	found, err := readJSON(filepath.Join(t.Path, rundir.TracePath(key, it)), &tr)
 	if err == nil && !found {
-		found, err = readJSON(filepath.Join(t.Path, rundir.JobDir(task, it), rundir.TraceFile), &tr)
+		found, err = readJSON(filepath.Join(t.Path, rundir.JobDir(key, it), rundir.TraceFile), &tr)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if !found {
-		return nil, fmt.Errorf("%w: no trace of task %s in iteration %d", errNotFound, task, it)
+		return nil, fmt.Errorf("%w: no trace of task %s%s in iteration %d", errNotFound, task, whose, it)
 	}
 	d.Trace = &tr
 	var rep reportFile
-	if ok, err := readJSON(filepath.Join(t.Path, rundir.ReportPath(task, it)), &rep); err != nil {
+	if ok, err := readJSON(filepath.Join(t.Path, rundir.ReportPath(key, it)), &rep); err != nil {
 		d.Warnings = append(d.Warnings, err.Error())
 	} else if ok {
 		d.Report = &rep
 	}
 	if rows, err := readPart(t.Path, it); err == nil {
 		for i := range rows {
-			if rows[i].TaskID == task {
+			if rows[i].TrialID == d.TrialID {
 				d.Row = &rows[i]
 				d.Tokens, d.Cost = rowTokens(rows[i]), rowCost(rows[i])
 			}
@@ -97,7 +115,7 @@ func readTrial(t target, task string, it int) (*trialData, error) {
 	if err != nil {
 		d.Warnings = append(d.Warnings, err.Error())
 	}
-	if err := d.readTranscript(filepath.Join(t.Path, rundir.JobDir(task, it), rundir.TranscriptFile)); err != nil {
+	if err := d.readTranscript(filepath.Join(t.Path, rundir.JobDir(key, it), rundir.TranscriptFile)); err != nil {
 		d.Warnings = append(d.Warnings, err.Error())
 	}
 	return d, nil
