@@ -128,6 +128,11 @@ type Plan struct {
 	// OnlyRow, when set, restricts a resumed matrix to this one row, run
 	// beside other processes running the others (a Slurm array element).
 	OnlyRow string `json:"only_row,omitempty"`
+	// OnlySeed, when set, restricts a resumed matrix to the rows of this
+	// seed, run side by side beside other processes running the other
+	// seeds: a network's Slurm array element, whose labs meet at the
+	// diffusion barrier and so must run in one process.
+	OnlySeed *int64 `json:"only_seed,omitempty"`
 	// OutDir is where the run or matrix directory is created (the resumed
 	// directory itself when resuming).
 	OutDir string `json:"out_dir"`
@@ -194,6 +199,9 @@ type PlanOptions struct {
 	// OnlyRow restricts a resumed matrix to one of its rows (see
 	// Plan.OnlyRow).
 	OnlyRow string
+	// OnlySeed restricts a resumed matrix to the rows of one seed (see
+	// Plan.OnlySeed).
+	OnlySeed *int64
 }
 
 // BuildRunPlan plans one run. It checks everything a run needs from its
@@ -364,7 +372,7 @@ func BuildMatrixPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 	if specs, err = onlyRow(specs, o); err != nil {
 		return nil, err
 	}
-	p.Rows, p.OnlyRow = specs, o.OnlyRow
+	p.Rows, p.OnlyRow, p.OnlySeed = specs, o.OnlyRow, o.OnlySeed
 	if resumed != nil {
 		p.done = map[string]int{}
 		for _, r := range p.Rows {
