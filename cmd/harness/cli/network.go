@@ -66,13 +66,15 @@ full, or edges such as "a->b,b->c". Whatever arrives enters the receiving lab as
 proposal for its own Advisor and validation gate, on its own models: diffusion never
 bypasses the gate. Labs of one treatment and seed run side by side and meet at a barrier
 after every interval; items travel through files in the experiment directory, and a
-resumed network delivers each item exactly once.
+resumed network delivers each item exactly once. With --launcher slurm each seed runs as
+one element of a Slurm job array, all its labs and treatments side by side.
 
 A network refuses to start (exit 2) unless --baseline names a no_feedback matrix on the
 same tasks whose seed-to-seed spread is under [network] stability_bound, or
 --skip-stability-check is given (recorded in run.json). See docs/network.md.`,
 		Example: `  harness network --labs a,b,c --topology ring --task-set smoke --seeds 1,2 --offline --skip-stability-check
   harness network --labs a,b,c --diffusion none,mediated --tasks t1,t2 --baseline data/experiments/...-baseline-matrix
+  harness network --labs a,b,c --task-set smoke --seeds 1,2,3 --launcher slurm --skip-stability-check
   harness inspect DIR --diffusion --json
   harness inspect DIR --compare`,
 		Args: noArgs,
