@@ -138,6 +138,8 @@ type Plan struct {
 	OutDir string `json:"out_dir"`
 	// done holds, when resuming, each run's or row's completed iterations.
 	done map[string]int
+	// diffusion is PlanOptions.Diffusion.
+	diffusion func(RowSpec) DiffusionCalls
 	// cal, when set, is the earlier run the estimates are measured from.
 	cal *calibration
 	// config is what the plan runs with; see Config.
@@ -202,6 +204,9 @@ type PlanOptions struct {
 	// OnlySeed restricts a resumed matrix to the rows of one seed (see
 	// Plan.OnlySeed).
 	OnlySeed *int64
+	// Diffusion, for a network, says what Mediator calls a row makes at
+	// its diffusion barriers, which the estimate adds; nil: none.
+	Diffusion func(RowSpec) DiffusionCalls
 }
 
 // BuildRunPlan plans one run. It checks everything a run needs from its
@@ -372,7 +377,7 @@ func BuildMatrixPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 	if specs, err = onlyRow(specs, o); err != nil {
 		return nil, err
 	}
-	p.Rows, p.OnlyRow, p.OnlySeed = specs, o.OnlyRow, o.OnlySeed
+	p.Rows, p.OnlyRow, p.OnlySeed, p.diffusion = specs, o.OnlyRow, o.OnlySeed, o.Diffusion
 	if resumed != nil {
 		p.done = map[string]int{}
 		for _, r := range p.Rows {
@@ -782,6 +787,9 @@ func (p *Plan) rowTokens(tokens map[conditions.Role]roleTokens, cfg *config.Conf
 	}
 	m := requestModel{cfg: cfg, lab: lab, agent: p.Agent, offline: p.Offline, skill: p.skillTokens(cfg)}
 	rowRequests(tokens, m, r, len(p.Tasks)*trialsPerTask(lab), max(p.Iterations-done, 0), done)
+	if p.diffusion != nil {
+		diffusionRequests(tokens, m, p.diffusion(r), max(p.Iterations-done, 0), done)
+	}
 	m.work(tokens, float64(eval), true)
 }
 

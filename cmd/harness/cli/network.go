@@ -217,6 +217,7 @@ func runNetwork(ctx context.Context, o *NetworkOptions) error {
 	}
 	popts := o.planOptions()
 	popts.Agent = harness.AgentLab
+	popts.Diffusion = s.DiffusionCalls
 	if len(o.Seeds) > 0 {
 		popts.Seeds = o.Seeds
 	}
