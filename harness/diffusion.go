@@ -76,6 +76,24 @@ type ReportItem struct {
 // barrier, again, and nothing is taken twice.
 type BarrierFunc func(ctx context.Context, x Exchange) ([]mediator.Proposal, error)
 
+// NeighbourStoppedError is a barrier's account of a lab that ended before
+// the exchange the barrier waits for. The waiting lab ends too: out of
+// budget when that lab ran out of budget (the same cause, which a resume
+// with a larger budget lifts for both), else failed.
+type NeighbourStoppedError struct {
+	Lab, Group string
+	Status     rundir.Status
+	Iteration  int
+}
+
+func (e *NeighbourStoppedError) Error() string {
+	fix := "resume the network with --resume once it is fixed"
+	if e.Status == rundir.StatusBudgetExhausted {
+		fix = "resume the network with --resume and a larger budget"
+	}
+	return fmt.Sprintf("stopped because lab %s ended: %s (%s, before its exchange after iteration %d); %s", e.Lab, e.Status, e.Group, e.Iteration, fix)
+}
+
 // diffuse calls the barrier when one is due and buffers what it returns.
 func (r *Run) diffuse(ctx context.Context, it int) error {
 	every := max(1, r.BarrierInterval)

@@ -11,9 +11,10 @@ import (
 	"github.com/mediated-coevo/harness/harness/rundir"
 )
 
-// element runs the one row a plan restricts a matrix to, beside other
-// processes running its other rows (the elements of a Slurm job array).
-// It never takes the matrix directory's lock, only its row's, and never
+// element runs the one row a plan restricts a matrix to (or the rows of
+// one seed, side by side), beside other processes running its other rows
+// (the elements of a Slurm job array). It never takes the matrix
+// directory's lock, only its rows', and never
 // writes the matrix's own run.json: whoever launched the elements settles
 // the matrix's status once they are done.
 //
@@ -47,8 +48,10 @@ func (ex *planExecution) element(ctx context.Context) (*Outcome, error) {
 	if ex.opts.OnStart != nil {
 		ex.opts.OnStart(md.Path)
 	}
-	if err := ex.removeRowLeftovers(ctx, md, p.Rows[0].Name); err != nil {
-		return nil, err
+	for _, r := range p.Rows {
+		if err := ex.removeRowLeftovers(ctx, md, r.Name); err != nil {
+			return nil, err
+		}
 	}
 	out := &Outcome{Dir: md.Path, Rows: ex.runRows(ctx, md), Resumed: true}
 	out.tally()

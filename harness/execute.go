@@ -330,7 +330,7 @@ func installedFactory(cfg *config.Config, name string, lab config.Lab, clients *
 // sharing one budget and one cap on live containers.
 func (ex *planExecution) matrix(ctx context.Context) (*Outcome, error) {
 	p := ex.opts.Plan
-	if p.OnlyRow != "" {
+	if p.OnlyRow != "" || p.OnlySeed != nil {
 		return ex.element(ctx)
 	}
 	md, refused, err := ex.openMatrix()

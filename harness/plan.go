@@ -128,11 +128,18 @@ type Plan struct {
 	// OnlyRow, when set, restricts a resumed matrix to this one row, run
 	// beside other processes running the others (a Slurm array element).
 	OnlyRow string `json:"only_row,omitempty"`
+	// OnlySeed, when set, restricts a resumed matrix to the rows of this
+	// seed, run side by side beside other processes running the other
+	// seeds: a network's Slurm array element, whose labs meet at the
+	// diffusion barrier and so must run in one process.
+	OnlySeed *int64 `json:"only_seed,omitempty"`
 	// OutDir is where the run or matrix directory is created (the resumed
 	// directory itself when resuming).
 	OutDir string `json:"out_dir"`
 	// done holds, when resuming, each run's or row's completed iterations.
 	done map[string]int
+	// diffusion is PlanOptions.Diffusion.
+	diffusion func(RowSpec) DiffusionCalls
 	// cal, when set, is the earlier run the estimates are measured from.
 	cal *calibration
 	// config is what the plan runs with; see Config.
@@ -194,6 +201,12 @@ type PlanOptions struct {
 	// OnlyRow restricts a resumed matrix to one of its rows (see
 	// Plan.OnlyRow).
 	OnlyRow string
+	// OnlySeed restricts a resumed matrix to the rows of one seed (see
+	// Plan.OnlySeed).
+	OnlySeed *int64
+	// Diffusion, for a network, says what Mediator calls a row makes at
+	// its diffusion barriers, which the estimate adds; nil: none.
+	Diffusion func(RowSpec) DiffusionCalls
 }
 
 // BuildRunPlan plans one run. It checks everything a run needs from its
@@ -364,7 +377,7 @@ func BuildMatrixPlan(cfg *config.Config, o PlanOptions) (*Plan, error) {
 	if specs, err = onlyRow(specs, o); err != nil {
 		return nil, err
 	}
-	p.Rows, p.OnlyRow = specs, o.OnlyRow
+	p.Rows, p.OnlyRow, p.OnlySeed, p.diffusion = specs, o.OnlyRow, o.OnlySeed, o.Diffusion
 	if resumed != nil {
 		p.done = map[string]int{}
 		for _, r := range p.Rows {
@@ -774,6 +787,9 @@ func (p *Plan) rowTokens(tokens map[conditions.Role]roleTokens, cfg *config.Conf
 	}
 	m := requestModel{cfg: cfg, lab: lab, agent: p.Agent, offline: p.Offline, skill: p.skillTokens(cfg)}
 	rowRequests(tokens, m, r, len(p.Tasks)*trialsPerTask(lab), max(p.Iterations-done, 0), done)
+	if p.diffusion != nil {
+		diffusionRequests(tokens, m, p.diffusion(r), max(p.Iterations-done, 0), done)
+	}
 	m.work(tokens, float64(eval), true)
 }
 

@@ -117,8 +117,19 @@ func expandRows(cfg *config.Config, rows []MatrixRow, seeds []int64) ([]RowSpec,
 	return out, nil
 }
 
-// onlyRow keeps the row o.OnlyRow names, when it names one.
+// onlyRow keeps the row o.OnlyRow names, or the rows of seed o.OnlySeed,
+// when either is set.
 func onlyRow(rows []RowSpec, o PlanOptions) ([]RowSpec, error) {
+	if o.OnlySeed != nil {
+		if o.Resume == "" || o.OnlyRow != "" {
+			return nil, errors.New("a seed's rows run only in an existing matrix, without --row: give the matrix with --resume DIR")
+		}
+		out := slices.DeleteFunc(slices.Clone(rows), func(r RowSpec) bool { return r.Seed != *o.OnlySeed })
+		if len(out) == 0 {
+			return nil, fmt.Errorf("seed %d: matrix %s has no rows of that seed; its seeds are %v", *o.OnlySeed, o.Resume, rowSeeds(rows))
+		}
+		return out, nil
+	}
 	if o.OnlyRow == "" {
 		return rows, nil
 	}

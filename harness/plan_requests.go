@@ -24,6 +24,9 @@ type callKind struct {
 	Frame, Inputs, Output float64
 	Reads                 conditions.Role
 	NoSkill               bool
+	// Also is a second role whose skill the call carries besides its own
+	// (the share and intake decisions read the lab's executor skill).
+	Also conditions.Role
 }
 
 // The call kinds of a trial and of the evolution steps. Frames and inputs
@@ -46,7 +49,34 @@ var (
 	// plan and the instruction, then the transcript so far: each call adds
 	// its tool result (ToolResult on average) to every call after it.
 	kindAgent = callKind{Role: conditions.RoleExecutor, Frame: 300, Inputs: 230, Output: 25}
+	// A network lab's Mediator decides at each barrier what to send each
+	// neighbour (share: the lines its skill gained, its reports) and
+	// whether each item received goes on (intake: the item); both carry
+	// its protocol and the lab's executor skill. The answer's content is
+	// cut to [network] token_budget.
+	kindShare  = callKind{Role: conditions.RoleMediator, Frame: 150, Inputs: 300, Output: 100, Also: conditions.RoleExecutor}
+	kindIntake = callKind{Role: conditions.RoleMediator, Frame: 150, Inputs: 300, Output: 40, Also: conditions.RoleExecutor}
 )
+
+// DiffusionCalls are the Mediator calls a network row makes at each of
+// its diffusion barriers, for the estimate: a share decision per neighbour
+// it may send to and, at most, an intake decision per neighbour that may
+// send to it. Rows of other treatments make none.
+type DiffusionCalls struct {
+	// Interval is the iterations between two barriers.
+	Interval      int
+	Share, Intake int
+}
+
+// diffusionRequests adds the share and intake decisions of the barriers
+// in a row's remaining iterations: every multiple of the interval above
+// the iterations already done.
+func diffusionRequests(tokens map[conditions.Role]roleTokens, m requestModel, d DiffusionCalls, iterations, done int) {
+	every := max(1, d.Interval)
+	barriers := float64(max((done+iterations)/every-done/every, 0))
+	m.add(tokens, kindShare, barriers*float64(d.Share))
+	m.add(tokens, kindIntake, barriers*float64(d.Intake))
+}
 
 // agentToolResult is the mean tokens one tool result adds to the
 // transcript the calls after it resend.
@@ -92,6 +122,9 @@ func (m requestModel) add(into map[conditions.Role]roleTokens, k callKind, n flo
 	skill := m.skill[cmp.Or(k.Reads, k.Role)]
 	if k.NoSkill {
 		skill = 0
+	}
+	if k.Also != "" {
+		skill += m.skill[k.Also]
 	}
 	t := into[k.Role]
 	into[k.Role] = roleTokens{t.in + n*(k.Frame+k.Inputs+skill), t.out + n*k.Output}

@@ -167,3 +167,53 @@ func TestDryRunTokensMatchTheSpendOfATournament(t *testing.T) {
 	}
 	checkEstimate(t, p, out.Rows[0].Dir)
 }
+
+// A network row's share and intake decisions are priced: each barrier in
+// its iterations adds a share decision per neighbour it sends to and an
+// intake decision per neighbour sending to it, to the Mediator alone; a
+// row that makes none is priced as without a network.
+func TestDryRunPricesTheDiffusionCalls(t *testing.T) {
+	cfg := e2eConfig(t)
+	cfg.SetOffline()
+	mediator := func(d *DiffusionCalls) (int64, map[conditions.Role]int64) {
+		t.Helper()
+		o := PlanOptions{Tasks: []string{"a"}, Rows: BaselineRows()[2:3], Iterations: 4, Seeds: []int64{1}, Agent: AgentLab, Offline: true,
+			Concurrency: 1, OutDir: t.TempDir()}
+		if d != nil {
+			o.Diffusion = func(RowSpec) DiffusionCalls { return *d }
+		}
+		p, err := BuildMatrixPlan(cfg, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.EstimatedTokensByRole[conditions.RoleMediator], p.EstimatedTokensByRole
+	}
+	base, baseRoles := mediator(nil)
+	added := func(d DiffusionCalls) int64 {
+		got, roles := mediator(&d)
+		for role, n := range roles {
+			if role != conditions.RoleMediator && n != baseRoles[role] {
+				t.Errorf("%+v: %s estimated %d tokens, %d without the network", d, role, n, baseRoles[role])
+			}
+		}
+		return got - base
+	}
+	if n := added(DiffusionCalls{Interval: 1}); n != 0 {
+		t.Errorf("a row with no share or intake decisions adds %d Mediator tokens, want 0", n)
+	}
+	share, both := added(DiffusionCalls{Interval: 1, Share: 1}), added(DiffusionCalls{Interval: 1, Share: 1, Intake: 1})
+	// One share decision carries the protocol and the executor skill.
+	if share < 4*2000 {
+		t.Errorf("4 share decisions add %d Mediator tokens, want at least 4 x 2000 (the protocol and the executor skill each)", share)
+	}
+	if both <= share {
+		t.Errorf("intake decisions add nothing: %d with them, %d without", both, share)
+	}
+	if two := added(DiffusionCalls{Interval: 1, Share: 2}); two < 2*share-2 || two > 2*share+2 {
+		t.Errorf("two neighbours add %d Mediator tokens, want twice one's %d", two, share)
+	}
+	// Every second iteration: 2 barriers in 4 iterations.
+	if half := added(DiffusionCalls{Interval: 2, Share: 1}); half < share/2-2 || half > share/2+2 {
+		t.Errorf("a barrier every 2 iterations adds %d Mediator tokens, want half of %d", half, share)
+	}
+}

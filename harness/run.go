@@ -233,6 +233,9 @@ func stopped(ctx context.Context, err error) (rundir.Status, error) {
 	case errors.Is(err, llm.ErrBudgetExhausted):
 		return rundir.StatusBudgetExhausted, err
 	}
+	if ns := (*NeighbourStoppedError)(nil); errors.As(err, &ns) && ns.Status == rundir.StatusBudgetExhausted {
+		return rundir.StatusBudgetExhausted, err
+	}
 	return rundir.StatusFailed, err
 }
 

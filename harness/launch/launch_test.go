@@ -85,6 +85,34 @@ func TestSubmitWritesScriptSubmitsAndRecords(t *testing.T) {
 	}
 }
 
+// An array of groups gives each element its group's name after the flag
+// asked for, and records the rows each element runs, which are the job's
+// rows.
+func TestSubmitGroupsOfRows(t *testing.T) {
+	dir := t.TempDir()
+	run := &fakeRunner{replies: map[string][]reply{"sbatch": {{out: "77\n"}}}}
+	s := &Slurm{Runner: run}
+	job, err := s.Submit(t.Context(), SubmitOptions{Dir: dir, Command: []string{"h", "network"}, Flag: "--group",
+		Rows: []string{"seed1", "seed2"}, Groups: [][]string{{"none-a-seed1", "none-b-seed1"}, {"none-a-seed2", "none-b-seed2"}}, Run: []int{1}, Name: "n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(job.Elements) != 1 || job.Elements[0].Row != "seed2" || !slices.Equal(job.Rows(), []string{"none-a-seed2", "none-b-seed2"}) {
+		t.Errorf("job = %+v, want one element running seed2's two rows", job)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, rundir.SlurmScript(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `exec 'h' 'network' --group "${rows[$SLURM_ARRAY_TASK_ID]}"`; !strings.Contains(string(data), want) {
+		t.Errorf("script lacks %q:\n%s", want, data)
+	}
+	jobs, err := ReadJobs(dir)
+	if err != nil || len(jobs) != 1 || !slices.Equal(jobs[0].Elements[0].Rows, job.Elements[0].Rows) {
+		t.Errorf("recorded jobs = %+v (%v), want the element's rows", jobs, err)
+	}
+}
+
 func TestSubmitErrors(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -178,7 +206,7 @@ func TestWaitReportsUntilTheQueueIsEmpty(t *testing.T) {
 		{out: ""},
 	}}}
 	s := &Slurm{Runner: run}
-	job := Job{ID: "5", Elements: []Element{{0, "a"}, {1, "b"}}}
+	job := Job{ID: "5", Elements: []Element{{Index: 0, Row: "a"}, {Index: 1, Row: "b"}}}
 	var seen []int
 	err := s.Wait(t.Context(), WaitOptions{Dir: dir, Job: job, Poll: time.Millisecond, Report: func(p Progress) {
 		seen = append(seen, len(p.Queue))

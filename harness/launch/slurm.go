@@ -32,17 +32,28 @@ type Job struct {
 	Elements []Element `json:"elements"`
 }
 
-// Element is one element of a job array: its index and the row it runs.
+// Element is one element of a job array: its index and the row it runs,
+// or, when it runs several rows side by side (a network's seed), the name
+// of that group and its rows.
 type Element struct {
-	Index int    `json:"index"`
-	Row   string `json:"row"`
+	Index int      `json:"index"`
+	Row   string   `json:"row"`
+	Rows  []string `json:"rows,omitempty"`
+}
+
+// RowNames are the rows the element runs.
+func (e Element) RowNames() []string {
+	if len(e.Rows) > 0 {
+		return e.Rows
+	}
+	return []string{e.Row}
 }
 
 // Rows are the names of the job's rows, in index order.
 func (j Job) Rows() []string {
-	out := make([]string, len(j.Elements))
-	for i, e := range j.Elements {
-		out[i] = e.Row
+	var out []string
+	for _, e := range j.Elements {
+		out = append(out, e.RowNames()...)
 	}
 	return out
 }
@@ -52,12 +63,17 @@ type SubmitOptions struct {
 	// Dir is the matrix directory; every node must see it at this path.
 	Dir string
 	// Command is how an element starts the harness on its row: the binary
-	// and its arguments, to which "--row NAME" is appended.
+	// and its arguments, to which Flag (--row when empty) and the row's
+	// name are appended.
 	Command []string
+	Flag    string
 	// Rows are all the matrix's rows in plan order: an element's index is
 	// its row's position. Run lists the indices to submit.
 	Rows []string
 	Run  []int
+	// Groups, when set, makes each of Rows the name of a group of rows run
+	// side by side by one element: Groups[i] are the rows of Rows[i].
+	Groups [][]string
 	// Name is the job's name in the queue.
 	Name string
 }
@@ -94,7 +110,11 @@ func (s *Slurm) Submit(ctx context.Context, o SubmitOptions) (Job, error) {
 	}
 	job := Job{ID: id, Submitted: s.now().UTC(), Script: script}
 	for _, i := range o.Run {
-		job.Elements = append(job.Elements, Element{Index: i, Row: o.Rows[i]})
+		e := Element{Index: i, Row: o.Rows[i]}
+		if i < len(o.Groups) {
+			e.Rows = o.Groups[i]
+		}
+		job.Elements = append(job.Elements, e)
 	}
 	if err := appendJob(o.Dir, job); err != nil {
 		// The array runs anyway; say how to find it.
@@ -136,7 +156,7 @@ func (s *Slurm) script(o SubmitOptions) string {
 	for _, line := range c.Sbatch {
 		opt("%s", line)
 	}
-	fmt.Fprintf(&b, "# Written by harness matrix: element i runs row rows[i] of %s.\nset -e\n", o.Dir)
+	fmt.Fprintf(&b, "# Written by harness: element i runs row (or group of rows) rows[i] of %s.\nset -e\n", o.Dir)
 	if setup := strings.TrimSpace(c.Setup); setup != "" {
 		b.WriteString(setup + "\n")
 	}
@@ -149,7 +169,11 @@ func (s *Slurm) script(o SubmitOptions) string {
 	for i, a := range o.Command {
 		args[i] = shellQuote(a)
 	}
-	fmt.Fprintf(&b, "exec %s --row \"${rows[$SLURM_ARRAY_TASK_ID]}\"\n", strings.Join(args, " "))
+	flag := o.Flag
+	if flag == "" {
+		flag = "--row"
+	}
+	fmt.Fprintf(&b, "exec %s %s \"${rows[$SLURM_ARRAY_TASK_ID]}\"\n", strings.Join(args, " "), flag)
 	return b.String()
 }
 

@@ -354,7 +354,7 @@ func (x *Exchange) await(ctx context.Context, group, from string, it int) ([]Ite
 			return nil, fmt.Errorf("read outbox of lab %s: %w", from, err)
 		}
 		if status, ok := x.stoppedStatus(group, from); ok {
-			return nil, fmt.Errorf("lab %s (%s) stopped %s before its exchange after iteration %d: resume the network with --resume once it is fixed", from, group, status, it)
+			return nil, &harness.NeighbourStoppedError{Lab: from, Group: group, Status: status, Iteration: it}
 		}
 		select {
 		case <-ctx.Done():

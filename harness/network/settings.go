@@ -144,3 +144,24 @@ func Treatment(row string) string {
 	d, _, _ := strings.Cut(row, "-")
 	return d
 }
+
+// DiffusionCalls are the Mediator calls a row of the network makes at each
+// barrier, for the plan's estimate: under mediated, a share decision per
+// lab it may send to and at most an intake decision per lab that may send
+// to it; under the other treatments none.
+func (s Settings) DiffusionCalls(r harness.RowSpec) harness.DiffusionCalls {
+	if Treatment(r.Name) != Mediated {
+		return harness.DiffusionCalls{}
+	}
+	nb, err := Neighbours(s.Labs, s.Topology)
+	if err != nil {
+		return harness.DiffusionCalls{} // Validate refuses the topology first
+	}
+	c := harness.DiffusionCalls{Interval: s.Interval, Share: len(nb[r.Lab])}
+	for _, to := range nb {
+		if slices.Contains(to, r.Lab) {
+			c.Intake++
+		}
+	}
+	return c
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/mediated-coevo/harness/config"
+	"github.com/mediated-coevo/harness/harness"
 )
 
 // Every bad setting is refused with a message naming it and the fix.
@@ -63,5 +64,29 @@ func TestRows(t *testing.T) {
 	}
 	if got := strings.Join(names, ","); got != "none-a,none-b,mediated-a,mediated-b" {
 		t.Errorf("rows = %s", got)
+	}
+}
+
+// A mediated row's barrier calls follow the topology: a share decision per
+// lab it sends to, an intake decision per lab sending to it; other
+// treatments make none.
+func TestDiffusionCallsFollowTheTopology(t *testing.T) {
+	tests := []struct {
+		topology, row, lab string
+		want               harness.DiffusionCalls
+	}{
+		{"ring", "mediated-a-seed1", "a", harness.DiffusionCalls{Interval: 2, Share: 2, Intake: 2}},
+		{"star", "mediated-a", "a", harness.DiffusionCalls{Interval: 2, Share: 2, Intake: 2}},
+		{"star", "mediated-b", "b", harness.DiffusionCalls{Interval: 2, Share: 1, Intake: 1}},
+		{"a->b,a->c", "mediated-b", "b", harness.DiffusionCalls{Interval: 2, Share: 0, Intake: 1}},
+		{"a->b,a->c", "mediated-a", "a", harness.DiffusionCalls{Interval: 2, Share: 2, Intake: 0}},
+		{"ring", "broadcast-a", "a", harness.DiffusionCalls{}},
+		{"ring", "none-a", "a", harness.DiffusionCalls{}},
+	}
+	for _, tt := range tests {
+		s := Settings{Labs: []string{"a", "b", "c"}, Topology: tt.topology, Interval: 2}
+		if got := s.DiffusionCalls(harness.RowSpec{Name: tt.row, Lab: tt.lab}); got != tt.want {
+			t.Errorf("%s, row %s: %+v, want %+v", tt.topology, tt.row, got, tt.want)
+		}
 	}
 }

@@ -33,6 +33,9 @@ type MatrixOptions struct {
 	// Scheduler and Executable come from the Factory (see there).
 	Scheduler  launch.Runner
 	Executable func() (string, error)
+	// network lays the Slurm array out as a network's: one element per
+	// seed (see slurmArray).
+	network bool
 }
 
 // NewCmdMatrix builds `harness matrix`. runF replaces the real work in tests.

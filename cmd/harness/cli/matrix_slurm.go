@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,7 +60,8 @@ func (o *MatrixOptions) runOnSlurm(ctx context.Context, x *ValidatedPlan) (err e
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
 	sl := &launch.Slurm{Runner: o.Scheduler, Config: x.Config.Launcher}
-	rows, run := unfinishedRows(dir, x.Plan)
+	arr := o.array(x.Plan)
+	rows, run := arr.unfinished(dir, x.Plan)
 	if err := stillQueued(ctx, sl, dir); err != nil {
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
@@ -70,42 +72,90 @@ func (o *MatrixOptions) runOnSlurm(ctx context.Context, x *ValidatedPlan) (err e
 	if err != nil {
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
-	job, err := sl.Submit(ctx, launch.SubmitOptions{Dir: dir, Command: cmd, Rows: rows, Run: run, Name: "harness-" + x.Plan.Name})
+	job, err := sl.Submit(ctx, launch.SubmitOptions{Dir: dir, Command: cmd, Flag: arr.flag, Rows: rows, Run: run, Groups: arr.groups,
+		Name: "harness-" + x.Plan.Name})
 	if err != nil && job.ID == "" {
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%w; nothing runs yet: once that is fixed, submit the matrix with harness matrix --resume %s --launcher slurm", err, dir)}
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%w; nothing runs yet: once that is fixed, submit the %s with harness %s --resume %s --launcher slurm", err, arr.command, arr.command, dir)}
 	} else if err != nil {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%w; follow it with squeue --jobs %s", err, job.ID)}
 	}
 	w := redact.Writer(x.IO.ErrOut)
-	fmt.Fprintf(w, "writing to %s\nsubmitted Slurm job array %s: %d of %d rows, one element each (the record: %s)\n",
-		dir, job.ID, len(run), len(rows), filepath.Join(dir, rundir.SlurmJobsFile))
+	fmt.Fprintf(w, "writing to %s\nsubmitted Slurm job array %s: %d of %d %s, one element each (the record: %s)\n",
+		dir, job.ID, len(run), len(rows), arr.units, filepath.Join(dir, rundir.SlurmJobsFile))
 	if o.Detach {
-		return detached(x, dir, job, w)
+		return detached(x, dir, job, w, arr.command)
 	}
 	if err := o.follow(ctx, sl, dir, job, x, w); err != nil {
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%w; the array may still be running: follow it with squeue --jobs %s, and once it has ended settle the matrix with harness matrix --resume %s --launcher slurm", err, job.ID, dir)}
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%w; the array may still be running: follow it with squeue --jobs %s, and once it has ended settle the %s with harness %s --resume %s --launcher slurm", err, job.ID, arr.command, arr.command, dir)}
 	}
 	return o.settle(context.WithoutCancel(ctx), sl, md, x, &job)
 }
 
-// unfinishedRows returns the names of the plan's rows, in order, and the
-// indexes of those whose directories do not say completed with every
-// iteration.
-func unfinishedRows(dir string, plan *harness.Plan) (rows []string, run []int) {
-	rows = make([]string, len(plan.Rows))
-	for i, st := range launch.ReadRows(dir, rowNamesOf(plan)) {
-		rows[i] = st.Row
-		if st.Status != rundir.StatusCompleted || st.Iterations < plan.Iterations {
+// slurmArray is how a plan's rows become the elements of a job array: one
+// row each (a matrix), or, with groups, the rows of one seed each (a
+// network, whose labs meet at the diffusion barrier and so must run in
+// one process; a barrier across elements would deadlock whenever the
+// cluster cannot run them all at once).
+type slurmArray struct {
+	command string // the subcommand an element resumes with
+	flag    string // how an element is told its row or group
+	units   string // what an element runs, for messages
+	// names are the groups' names and groups their rows; nil for a row
+	// each.
+	names  []string
+	groups [][]string
+}
+
+// array is how the matrix's plan is laid out as a job array.
+func (o *MatrixOptions) array(p *harness.Plan) slurmArray {
+	if !o.network {
+		return slurmArray{command: "matrix", flag: "--row", units: "rows"}
+	}
+	a := slurmArray{command: "network", flag: "--group", units: "seeds (all their labs and treatments)"}
+	for _, s := range p.Seeds {
+		var rows []string
+		for _, r := range p.Rows {
+			if r.Seed == s {
+				rows = append(rows, r.Name)
+			}
+		}
+		a.names, a.groups = append(a.names, seedGroup(s)), append(a.groups, rows)
+	}
+	return a
+}
+
+// seedGroup names the element of a network's array that runs a seed.
+func seedGroup(seed int64) string { return "seed" + strconv.FormatInt(seed, 10) }
+
+// unfinished returns the names of the array's elements, in order (the
+// plan's rows, or its groups), and the indexes of those with a row whose
+// directory does not say completed with every iteration.
+func (a slurmArray) unfinished(dir string, plan *harness.Plan) (names []string, run []int) {
+	done := map[string]bool{}
+	for _, st := range launch.ReadRows(dir, rowNamesOf(plan)) {
+		done[st.Row] = st.Status == rundir.StatusCompleted && st.Iterations >= plan.Iterations
+	}
+	if a.groups == nil {
+		names = rowNamesOf(plan)
+		for i, r := range names {
+			if !done[r] {
+				run = append(run, i)
+			}
+		}
+		return names, run
+	}
+	for i, rows := range a.groups {
+		if slices.ContainsFunc(rows, func(r string) bool { return !done[r] }) {
 			run = append(run, i)
 		}
 	}
-	return rows, run
+	return a.names, run
 }
 
 // detached prints the submitted array (its id, or with --json the matrix
 // directory and the job) and how to follow and settle it, for a matrix the
 // command does not wait for.
-func detached(x *ValidatedPlan, dir string, job launch.Job, w io.Writer) error {
+func detached(x *ValidatedPlan, dir string, job launch.Job, w io.Writer, command string) error {
 	if x.JSON {
 		enc := json.NewEncoder(x.IO.Out)
 		enc.SetIndent("", "  ")
@@ -118,8 +168,8 @@ func detached(x *ValidatedPlan, dir string, job launch.Job, w io.Writer) error {
 	} else {
 		fmt.Fprintf(x.IO.Out, "%s\n", job.ID)
 	}
-	fmt.Fprintf(w, "follow it with `squeue --jobs %s` and `harness inspect %s`; once it has ended, `harness matrix --resume %s --launcher slurm` settles the matrix and runs what is unfinished\n",
-		job.ID, dir, dir)
+	fmt.Fprintf(w, "follow it with `squeue --jobs %s` and `harness inspect %s`; once it has ended, `harness %s --resume %s --launcher slurm` settles the %s and runs what is unfinished\n",
+		job.ID, dir, command, dir, command)
 	return nil
 }
 
@@ -160,7 +210,7 @@ func (o *MatrixOptions) elementCommand(dir string, x *ValidatedPlan) ([]string, 
 	if err != nil {
 		return nil, fmt.Errorf("find the harness binary for the Slurm elements: %w", err)
 	}
-	cmd := []string{exe, "matrix", "--resume", dir, "--iterations", strconv.Itoa(x.Plan.Iterations)}
+	cmd := []string{exe, o.array(x.Plan).command, "--resume", dir, "--iterations", strconv.Itoa(x.Plan.Iterations)}
 	if o.Jobs > 0 {
 		cmd = append(cmd, "--jobs", strconv.Itoa(o.Jobs))
 	}
@@ -261,7 +311,9 @@ func (o *MatrixOptions) settle(ctx context.Context, sl *launch.Slurm, md *rundir
 	elems := map[string]launch.Element{}
 	if job != nil {
 		for _, e := range job.Elements {
-			elems[e.Row] = e
+			for _, r := range e.RowNames() {
+				elems[r] = e
+			}
 		}
 	}
 	out := &harness.Outcome{Dir: md.Path, Status: rundir.StatusCompleted, Resumed: x.Plan.ResumeDir != ""}

@@ -128,3 +128,77 @@ func TestMatrixOnSlurmResumeRefusesWhileAnArrayIsQueued(t *testing.T) {
 		t.Errorf("the refused resume submitted again: %+v", jobs)
 	}
 }
+
+// A network on Slurm is one element per seed, each running every lab and
+// treatment of its seed (they meet at the diffusion barrier, so they must
+// share a process), resumed with `harness network --group seed<S>`.
+func TestNetworkOnSlurmSubmitsOneElementPerSeed(t *testing.T) {
+	out := t.TempDir()
+	s := &scheduler{}
+	r := runCLI(t, fakeSlurmFactory(s), "network", "--labs", "a,b", "--diffusion", "none,mediated", "--seeds", "1,2", "--tasks", "csv-parser",
+		"--offline", "--iterations", "2", "--skip-stability-check", "--config-dir", networkConfigDir(t), "--out", out, "--launcher", "slurm", "--detach")
+	if r.code != ExitOK || strings.TrimSpace(r.out) != "77" {
+		t.Fatalf("exit %d, stdout %q, want 0 and the job id\n%s", r.code, r.out, r.errOut)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "*"))
+	if len(dirs) != 1 {
+		t.Fatalf("directories in %s: %v", out, dirs)
+	}
+	jobs, err := launch.ReadJobs(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []launch.Element{
+		{Index: 0, Row: "seed1", Rows: []string{"none-a-seed1", "none-b-seed1", "mediated-a-seed1", "mediated-b-seed1"}},
+		{Index: 1, Row: "seed2", Rows: []string{"none-a-seed2", "none-b-seed2", "mediated-a-seed2", "mediated-b-seed2"}},
+	}
+	if len(jobs) != 1 || !slices.EqualFunc(jobs[0].Elements, want, func(a, b launch.Element) bool {
+		return a.Index == b.Index && a.Row == b.Row && slices.Equal(a.Rows, b.Rows)
+	}) {
+		t.Fatalf("recorded jobs %+v, want one array of %+v", jobs, want)
+	}
+	script, err := os.ReadFile(filepath.Join(dirs[0], jobs[0].Script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(dirs[0])
+	if w := fmt.Sprintf("exec '/opt/harness' 'network' '--resume' '%s' '--iterations' '2'", abs); !strings.Contains(string(script), w) ||
+		!strings.Contains(string(script), `--group "${rows[$SLURM_ARRAY_TASK_ID]}"`) || !strings.Contains(string(script), "rows=('seed1' 'seed2')") {
+		t.Errorf("script does not resume the network one seed per element:\n%s", script)
+	}
+	if !strings.Contains(r.errOut, "harness network --resume") {
+		t.Errorf("stderr does not say how to settle the network:\n%s", r.errOut)
+	}
+}
+
+// The launch flags of a network are checked before anything is created.
+func TestNetworkLaunchFlagErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a group without resume", []string{"--group", "seed1"}, "--resume DIR"},
+		{"a group on slurm", []string{"--resume", "x", "--group", "seed1", "--launcher", "slurm"}, "cannot be combined with --launcher slurm"},
+		{"a group that is not a seed", []string{"--resume", "x", "--group", "one"}, "seed<S>, such as seed1"},
+		{"an unknown launcher", []string{"--launcher", "pbs"}, "--launcher must be local or slurm"},
+		{"detach locally", []string{"--launcher", "local", "--detach"}, "--detach needs --launcher slurm"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := t.TempDir()
+			args := append([]string{"network", "--labs", "a,b", "--tasks", "csv-parser", "--offline", "--skip-stability-check",
+				"--config-dir", networkConfigDir(t), "--out", out}, tt.args...)
+			if slices.Contains(tt.args, "--resume") {
+				args = append([]string{"network", "--offline", "--config-dir", networkConfigDir(t), "--out", out}, tt.args...)
+			}
+			r := runCLI(t, fakeSlurmFactory(&scheduler{}), args...)
+			if r.code != ExitUsage || !strings.Contains(r.errOut, tt.want) {
+				t.Errorf("exit %d, stderr %q, want %d saying %q", r.code, r.errOut, ExitUsage, tt.want)
+			}
+			if ents, _ := os.ReadDir(out); len(ents) != 0 {
+				t.Errorf("a refused network created %d entries", len(ents))
+			}
+		})
+	}
+}

@@ -1,13 +1,17 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness"
+	"github.com/mediated-coevo/harness/harness/launch"
 	"github.com/mediated-coevo/harness/harness/network"
 	"github.com/mediated-coevo/harness/harness/rundir"
 )
@@ -25,6 +29,16 @@ type NetworkOptions struct {
 	// one, and says so in run.json.
 	Baseline           string
 	SkipStabilityCheck bool
+	// Launcher is where the labs run, local or slurm ("": [launcher]
+	// kind); Detach returns once a Slurm array is submitted. Group runs
+	// only one seed's labs and treatments of a resumed network (seed<S>):
+	// what each element of the Slurm array runs.
+	Launcher string
+	Detach   bool
+	Group    string
+	// Scheduler and Executable come from the Factory (see there).
+	Scheduler  launch.Runner
+	Executable func() (string, error)
 }
 
 // networkDesignFlags are the flags a resumed network takes from its
@@ -52,21 +66,27 @@ full, or edges such as "a->b,b->c". Whatever arrives enters the receiving lab as
 proposal for its own Advisor and validation gate, on its own models: diffusion never
 bypasses the gate. Labs of one treatment and seed run side by side and meet at a barrier
 after every interval; items travel through files in the experiment directory, and a
-resumed network delivers each item exactly once.
+resumed network delivers each item exactly once. With --launcher slurm each seed runs as
+one element of a Slurm job array, all its labs and treatments side by side.
 
 A network refuses to start (exit 2) unless --baseline names a no_feedback matrix on the
 same tasks whose seed-to-seed spread is under [network] stability_bound, or
 --skip-stability-check is given (recorded in run.json). See docs/network.md.`,
 		Example: `  harness network --labs a,b,c --topology ring --task-set smoke --seeds 1,2 --offline --skip-stability-check
   harness network --labs a,b,c --diffusion none,mediated --tasks t1,t2 --baseline data/experiments/...-baseline-matrix
+  harness network --labs a,b,c --task-set smoke --seeds 1,2,3 --launcher slurm --skip-stability-check
   harness inspect DIR --diffusion --json
   harness inspect DIR --compare`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			setOptional()
 			o.IO, o.Execute, o.Resolver, o.Getenv, o.Preflight = f.IO, f.planRunner(), f.Resolver, f.Getenv, f.Preflight
+			o.Scheduler, o.Executable = f.Scheduler, f.Executable
 			o.Args = commandLine(cmd)
 			if err := o.checkFlags(cmd.Flags(), networkDesignFlags); err != nil {
+				return err
+			}
+			if err := o.checkLaunchFlags(); err != nil {
 				return err
 			}
 			if o.Seed != nil && len(o.Seeds) > 0 {
@@ -91,8 +111,40 @@ same tasks whose seed-to-seed spread is under [network] stability_bound, or
 	fl.Int64SliceVar(&o.Seeds, "seeds", nil, "run every lab and treatment once per seed, comma separated (default: --seed)")
 	fl.StringVar(&o.Baseline, "baseline", "", "a no_feedback matrix directory whose seed-to-seed spread must be under [network] stability_bound")
 	fl.BoolVar(&o.SkipStabilityCheck, "skip-stability-check", false, "start without a baseline stability check (recorded in run.json)")
+	fl.StringVar(&o.Launcher, "launcher", "", "where the labs run: local (this process) or slurm (one job-array element per seed, running all its labs and treatments; default from [launcher] kind)")
+	fl.BoolVar(&o.Detach, "detach", false, "with --launcher slurm: return once the job array is submitted, printing its job id (with --json: the directory and the job)")
+	fl.StringVar(&o.Group, "group", "", "with --resume: run only this seed's labs and treatments, seed<S> (what each Slurm array element runs)")
 	_ = cmd.MarkFlagDirname("baseline")
 	return cmd
+}
+
+// checkLaunchFlags validates --launcher, --detach and --group.
+func (o *NetworkOptions) checkLaunchFlags() error {
+	switch {
+	case o.Launcher != "" && o.Launcher != config.LauncherLocal && o.Launcher != config.LauncherSlurm:
+		return usagef("--launcher must be %s or %s (got %q)", config.LauncherLocal, config.LauncherSlurm, o.Launcher)
+	case o.Group != "" && o.Resume == "":
+		return usagef("--group runs one seed of an existing network: give the network with --resume DIR")
+	case o.Group != "" && o.Launcher == config.LauncherSlurm:
+		return usagef("--group runs one seed here; it cannot be combined with --launcher slurm")
+	case o.Detach && o.Launcher == config.LauncherLocal:
+		return usagef("--detach needs --launcher slurm: a local network runs in this process")
+	}
+	if o.Group != "" {
+		if _, err := parseSeedGroup(o.Group); err != nil {
+			return UsageError(err)
+		}
+	}
+	return nil
+}
+
+// parseSeedGroup reads --group seed<S>.
+func parseSeedGroup(g string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimPrefix(g, "seed"), 10, 64)
+	if err != nil || !strings.HasPrefix(g, "seed") {
+		return 0, fmt.Errorf("--group %q: give a seed of the network as seed<S>, such as seed1", g)
+	}
+	return n, nil
 }
 
 // settings are the network's design: a resumed directory's own, else
@@ -165,8 +217,13 @@ func runNetwork(ctx context.Context, o *NetworkOptions) error {
 	}
 	popts := o.planOptions()
 	popts.Agent = harness.AgentLab
+	popts.Diffusion = s.DiffusionCalls
 	if len(o.Seeds) > 0 {
 		popts.Seeds = o.Seeds
+	}
+	if o.Group != "" {
+		seed, _ := parseSeedGroup(o.Group) // checked with the flags
+		popts.OnlySeed = &seed
 	}
 	var notes []string
 	if o.Resume == "" {
@@ -182,6 +239,17 @@ func runNetwork(ctx context.Context, o *NetworkOptions) error {
 	p.Network = rec
 	p.Notes = append(p.Notes, notes...)
 	p.Notes = append(p.Notes, networkNote(s))
+	switch kind := cmp.Or(o.Launcher, cfg.Launcher.Kind, config.LauncherLocal); {
+	case o.Group != "" || kind == config.LauncherLocal:
+		if o.Detach {
+			return usagef("--detach needs --launcher slurm: a local network runs in this process")
+		}
+	default:
+		p.Notes = append(p.Notes, "each seed runs as one element of a Slurm job array, all its labs and treatments side by side (launcher slurm; see docs/scale.md)")
+		submit := &MatrixOptions{ExperimentOptions: o.ExperimentOptions, Detach: o.Detach, Scheduler: o.Scheduler, Executable: o.Executable, network: true}
+		o.Execute = submit.runOnSlurm
+		return o.finish(ctx, p)
+	}
 	x, err := network.NewExchange("", s)
 	if err != nil {
 		return UsageError(err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mediated-coevo/harness/conditions"
 	"github.com/mediated-coevo/harness/config"
 	"github.com/mediated-coevo/harness/harness"
 	"github.com/mediated-coevo/harness/harness/network"
@@ -210,5 +211,34 @@ func TestMatrixRefusesToResumeANetwork(t *testing.T) {
 	r := runCLI(t, nil, "matrix", "--resume", md.Path)
 	if r.code != ExitUsage || !strings.Contains(r.errOut, "harness network --resume") {
 		t.Errorf("exit %d, stderr %q", r.code, r.errOut)
+	}
+}
+
+// The dry run prices the mediated treatment's share and intake decisions:
+// its Mediator tokens exceed those of the same network under none, whose
+// other roles it matches.
+func TestNetworkDryRunPricesTheDiffusionCalls(t *testing.T) {
+	cfgDir := networkConfigDir(t)
+	byRole := func(diffusion string) map[conditions.Role]int64 {
+		t.Helper()
+		r := runCLI(t, nil, "network", "--labs", "a,b,c", "--diffusion", diffusion, "--tasks", "csv-parser", "--iterations", "2", "--offline",
+			"--skip-stability-check", "--dry-run", "--json", "--config-dir", cfgDir, "--out", t.TempDir())
+		if r.code != 0 {
+			t.Fatalf("%s: exit %d: %s", diffusion, r.code, r.errOut)
+		}
+		var p harness.Plan
+		if err := json.Unmarshal([]byte(r.out), &p); err != nil {
+			t.Fatalf("stdout is not a plan: %v\n%s", err, r.out)
+		}
+		return p.EstimatedTokensByRole
+	}
+	none, mediated := byRole("none"), byRole("mediated")
+	for role, n := range none {
+		switch {
+		case role == conditions.RoleMediator && mediated[role] <= n:
+			t.Errorf("mediated diffusion estimates %d Mediator tokens, no more than none's %d", mediated[role], n)
+		case role != conditions.RoleMediator && mediated[role] != n:
+			t.Errorf("%s: mediated %d tokens, none %d", role, mediated[role], n)
+		}
 	}
 }

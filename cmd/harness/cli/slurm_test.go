@@ -380,3 +380,103 @@ func checkElementsSaved(t *testing.T, engine *client.Client, dir, running, summa
 		t.Errorf("the cancelled elements left %d containers of the matrix: %v", len(left), names)
 	}
 }
+
+// networkSlurmConfigDir is slurmConfigDir with two labs for a network.
+func networkSlurmConfigDir(t *testing.T) string {
+	t.Helper()
+	dir := slurmConfigDir(t)
+	data, err := os.ReadFile(filepath.Join(dir, "default.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = append(data, "[labs.a]\nstudents = 1\n[labs.b]\nstudents = 1\n"...)
+	if err := os.WriteFile(filepath.Join(dir, "default.toml"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// slurmNetworkArgs is the smallest network that exchanges items: 2 labs on
+// a ring, mediated diffusion, 2 seeds (two array elements), 1 task, 2
+// iterations (a barrier, then an iteration that takes in what it brought).
+func slurmNetworkArgs(cfgDir, out string, extra ...string) []string {
+	return append([]string{"network", "--labs", "a,b", "--topology", "ring", "--diffusion", "mediated", "--seeds", "1,2",
+		"--tasks", slurmCompareTasks[0], "--iterations", "2", "--offline", "--skip-stability-check",
+		"--config-dir", cfgDir, "--out", out, "-j", "1"}, extra...)
+}
+
+// diffusionItems are a network's items as inspect --diffusion --json
+// lists them, sorted.
+func diffusionItems(t *testing.T, dir string) []string {
+	t.Helper()
+	r := runCLI(t, nil, "inspect", dir, "--diffusion", "--json")
+	if r.code != ExitOK {
+		t.Fatalf("inspect --diffusion: exit %d: %s", r.code, r.errOut)
+	}
+	var items []map[string]any
+	if err := json.Unmarshal([]byte(r.out), &items); err != nil {
+		t.Fatalf("inspect --diffusion --json: %v\n%s", err, r.out)
+	}
+	var out []string
+	for _, it := range items {
+		b, _ := json.Marshal(it)
+		out = append(out, string(b))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A network launched on Slurm runs each seed as one element of a job
+// array, all that seed's labs side by side, and writes the same dataset
+// and the same diffusion items as the same network run locally.
+func TestNetworkOnSlurmMatchesLocal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Slurm cluster and runs containers")
+	}
+	dockerForTest(t)
+	slurmtest.Start(t)
+
+	localOut, slurmOut := t.TempDir(), t.TempDir()
+	waitLocal := runInBackground(t, engineFactory(), slurmNetworkArgs(networkSlurmConfigDir(t), localOut, "--launcher", "local")...)
+	r := runCLI(t, slurmFactory(t), slurmNetworkArgs(networkSlurmConfigDir(t), slurmOut, "--launcher", "slurm")...)
+	if lr := waitLocal(); lr.code != ExitOK {
+		t.Fatalf("local: exit %d\n%s\n%s", lr.code, lr.out, lr.errOut)
+	}
+	if r.code != ExitOK {
+		t.Fatalf("slurm: exit %d\n%s\n%s\nelements:\n%s", r.code, r.out, r.errOut, elementOutputs(slurmOut))
+	}
+	dir, localDir := onlyMatrix(t, slurmOut), onlyMatrix(t, localOut)
+	jobs, err := launch.ReadJobs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 || len(jobs[0].Elements) != 2 || jobs[0].Elements[0].Row != "seed1" || jobs[0].Elements[1].Row != "seed2" {
+		t.Fatalf("recorded jobs: %+v, want one array of two elements, seed1 and seed2", jobs)
+	}
+	for _, e := range jobs[0].Elements {
+		if len(e.Rows) != 2 {
+			t.Errorf("element %s runs rows %v, want both labs", e.Row, e.Rows)
+		}
+	}
+	d, err := rundir.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := d.Manifest().Status; st != rundir.StatusCompleted {
+		t.Errorf("network status %s, want completed", st)
+	}
+	local, onSlurm := sortedMetrics(t, localDir), sortedMetrics(t, dir)
+	if want := 2 * 2 * 2; len(onSlurm) < want {
+		t.Errorf("%d metric rows on Slurm, want at least %d (2 labs x 2 seeds x 2 iterations)", len(onSlurm), want)
+	}
+	if !slices.Equal(local, onSlurm) {
+		t.Errorf("the Slurm dataset differs from the local one:\nlocal:\n%s\nslurm:\n%s", strings.Join(local, "\n"), strings.Join(onSlurm, "\n"))
+	}
+	localItems, slurmItems := diffusionItems(t, localDir), diffusionItems(t, dir)
+	if len(slurmItems) == 0 {
+		t.Error("the network on Slurm sent no items")
+	}
+	if !slices.Equal(localItems, slurmItems) {
+		t.Errorf("the Slurm network's items differ from the local one's:\nlocal:\n%s\nslurm:\n%s", strings.Join(localItems, "\n"), strings.Join(slurmItems, "\n"))
+	}
+}
