@@ -274,7 +274,7 @@ func (r *Run) settle(it int, l skillLine, batchID string, batch []mediator.Propo
 	// An adopted proposal's outcome is what followed: the next trial of its
 	// task, which runs with the adopted skill, settles it.
 	for _, p := range batch {
-		if err := r.history.Pend(p.TaskID, []string{p.ID}); err != nil {
+		if err := r.history.Pend(p.TaskID, l.student, []string{p.ID}); err != nil {
 			return nil, fmt.Errorf("credit the proposals of batch %s: %w", batchID, err)
 		}
 	}

@@ -459,7 +459,7 @@ func TestReflectionPairsDecisionsByTheirOwnOutcomes(t *testing.T) {
 			add(fmt.Sprintf("%s/%d/proposal", task, it+1), rundir.EntryProposal, task, it+1)
 		}
 		if it == 0 {
-			must(h.Pend("a", []string{"a/1/proposal"}))
+			must(h.Pend("a", "", []string{"a/1/proposal"}))
 			must(tr.run.reject(rejection{Type: "candidate", BatchID: "b001", Reason: "validation rejected the candidate",
 				Proposals: []mediator.Proposal{{ID: "b/1/proposal", TaskID: "b"}}, judged: true}))
 		}

@@ -87,7 +87,9 @@ type HistoryRecord struct {
 	TaskID    string   `json:"task_id,omitempty"`
 	Iteration int      `json:"iteration,omitempty"`
 	TrialID   string   `json:"trial_id,omitempty"`
-	// Student attempted the trial of a reward or drop record.
+	// Student attempted the trial of a reward or drop record; in a pend
+	// record, it is the only student whose trial may settle the ids (a
+	// proposal adopted into that student's own skill), empty for any.
 	Student string      `json:"student,omitempty"`
 	Status  TrialStatus `json:"status,omitempty"`
 }
@@ -112,8 +114,11 @@ type History struct {
 	entries map[string]*Entry
 	order   []string
 	pending map[string][]string // task -> ids awaiting a delayed reward
-	rewards map[string][]TaskReward
-	lines   int
+	// pendStudent names, for a pended id, the only student whose trial may
+	// settle it.
+	pendStudent map[string]string
+	rewards     map[string][]TaskReward
+	lines       int
 }
 
 // TaskReward is the reward of one usable trial of a task, as a reward
@@ -129,7 +134,8 @@ type TaskReward struct {
 
 // OpenHistory opens (or replays) history.jsonl at path.
 func OpenHistory(path string) (*History, error) {
-	h := &History{entries: map[string]*Entry{}, pending: map[string][]string{}, rewards: map[string][]TaskReward{}}
+	h := &History{entries: map[string]*Entry{}, pending: map[string][]string{}, pendStudent: map[string]string{},
+		rewards: map[string][]TaskReward{}}
 	err := durable.ReadLog(path, func(line []byte) error {
 		var rec HistoryRecord
 		if err := json.Unmarshal(line, &rec); err != nil {
@@ -179,6 +185,9 @@ func (h *History) apply(rec HistoryRecord) error {
 		h.pending[rec.TaskID] = removeIDs(h.pending[rec.TaskID], rec.IDs)
 	case "pend":
 		h.pending[rec.TaskID] = append(removeIDs(h.pending[rec.TaskID], rec.IDs), rec.IDs...)
+		for _, id := range rec.IDs {
+			h.pendStudent[id] = rec.Student
+		}
 	case "outcome":
 		if rec.Reward == nil {
 			return errors.New("outcome record without a reward")
@@ -245,7 +254,12 @@ func (h *History) Add(e Entry) error {
 func (h *History) Settle(taskID, student string, iteration int, trialID string, reward *float64, usable bool, status TrialStatus) ([]string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	ids := append([]string(nil), h.pending[taskID]...)
+	var ids []string
+	for _, id := range h.pending[taskID] {
+		if h.settles(id, student, trialID) {
+			ids = append(ids, id)
+		}
+	}
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -259,9 +273,23 @@ func (h *History) Settle(taskID, student string, iteration int, trialID string, 
 	return ids, h.write(rec)
 }
 
+// settles reports whether a trial of student, trialID, may settle the
+// pending entry id. A plan waits for its own trial: when several students
+// attempt a task in one iteration, another student's trial may end first.
+// An id pended for one student waits for that student's trial.
+func (h *History) settles(id, student, trialID string) bool {
+	if e := h.entries[id]; e != nil && e.Kind == EntryPlan && e.TrialID != "" && e.TrialID != trialID {
+		return false
+	}
+	s := h.pendStudent[id]
+	return s == "" || s == student
+}
+
 // Pend makes entries of a task pending, so that the task's next usable
-// trial settles them: a proposal once its batch is adopted.
-func (h *History) Pend(taskID string, ids []string) error {
+// trial settles them: a proposal once its batch is adopted. A non-empty
+// student restricts that to the student's trials: a proposal adopted into
+// a student's own skill is followed only by that student's trials.
+func (h *History) Pend(taskID, student string, ids []string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, id := range ids {
@@ -272,7 +300,7 @@ func (h *History) Pend(taskID string, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	return h.write(HistoryRecord{Type: "pend", IDs: ids, TaskID: taskID})
+	return h.write(HistoryRecord{Type: "pend", IDs: ids, TaskID: taskID, Student: student})
 }
 
 // Credit gives entries an outcome no trial produced: a rejected proposal's

@@ -78,7 +78,7 @@ func TestHistoryCreditsEachKindOfDecision(t *testing.T) {
 	}
 	trial(1, 1)
 	trial(2, 0)
-	must(h.Pend("a", []string{"proposal1"})) // proposal1's batch is adopted
+	must(h.Pend("a", "", []string{"proposal1"})) // proposal1's batch is adopted
 	must(h.Credit([]string{"proposal2"}, 0.25))
 	trial(3, 0.5)
 	h.Close()
@@ -122,10 +122,72 @@ func TestHistoryRefusesToCreditUnknownEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	if err := h.Pend("a", []string{"nope"}); err == nil {
+	if err := h.Pend("a", "", []string{"nope"}); err == nil {
 		t.Error("Pend of an unknown entry succeeded")
 	}
 	if err := h.Credit([]string{"nope"}, 0); err == nil {
 		t.Error("Credit of an unknown entry succeeded")
+	}
+}
+
+// Under assignment = "all" two students attempt a task in one iteration:
+// each plan is settled by its own trial whichever ends first, and a
+// proposal adopted into one student's own skill waits for that student.
+func TestSettleKeepsEachStudentsCredit(t *testing.T) {
+	reward := func(r float64) *float64 { return &r }
+	tests := []struct {
+		name string
+		run  func(t *testing.T, h *History)
+		want map[string]*float64
+	}{
+		{"two plans of one task, the second trial ends first", func(t *testing.T, h *History) {
+			for _, st := range []string{"one", "two"} {
+				if err := h.Add(Entry{ID: "plan@" + st, Role: "planner", Kind: EntryPlan, TaskID: "a", Iteration: 1, TrialID: "i0001-a@" + st}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := h.Settle("a", "two", 1, "i0001-a@two", reward(0), true, "scored"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.Settle("a", "one", 1, "i0001-a@one", reward(1), true, "scored"); err != nil {
+				t.Fatal(err)
+			}
+		}, map[string]*float64{"plan@one": reward(1), "plan@two": reward(0)}},
+		{"a proposal adopted into one student's own skill", func(t *testing.T, h *History) {
+			if err := h.Add(Entry{ID: "proposal", Role: "planner", Kind: EntryProposal, TaskID: "a", Iteration: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Pend("a", "one", []string{"proposal"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.Settle("a", "two", 2, "i0002-a", reward(0), true, "scored"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.Settle("a", "one", 3, "i0003-a", reward(1), true, "scored"); err != nil {
+				t.Fatal(err)
+			}
+		}, map[string]*float64{"proposal": reward(1)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "history.jsonl")
+			h, err := OpenHistory(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.run(t, h)
+			h.Close()
+			again, err := OpenHistory(path) // the replay agrees with the live history
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer again.Close()
+			for id, w := range tt.want {
+				e, _ := again.Entry(id)
+				if (e.Reward == nil) != (w == nil) || (w != nil && *e.Reward != *w) {
+					t.Errorf("entry %s credited with %v, want %v", id, show(e.Reward), show(w))
+				}
+			}
+		})
 	}
 }
