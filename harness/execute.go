@@ -128,6 +128,19 @@ type planExecution struct {
 	trials TrialRunner
 	ledger *llm.Ledger
 	conns  *llm.Connections
+	// eventsMu hands events to opts.Events one at a time: rows and trials
+	// run side by side, and a consumer should not have to lock.
+	eventsMu sync.Mutex
+}
+
+// emit passes e to opts.Events, one event at a time.
+func (ex *planExecution) emit(e Event) {
+	if ex.opts.Events == nil {
+		return
+	}
+	ex.eventsMu.Lock()
+	defer ex.eventsMu.Unlock()
+	ex.opts.Events(e)
 }
 
 func (ex *planExecution) manifest(row RowSpec, matrixID string) rundir.Manifest {
@@ -239,7 +252,7 @@ func (ex *planExecution) runRow(ctx context.Context, d *rundir.Dir, row RowSpec,
 	run := &Run{Spec: row, Config: cfg, Tasks: ex.tasks, Iterations: p.Iterations, AgentKind: p.Agent,
 		Offline: p.Offline, MatrixID: matrixID, Dir: d, Concurrency: max(1, p.Concurrency),
 		ForceResume: ex.opts.ForceResume, Meta: ex.meta(), ValidationPool: ex.pool, Trials: ex.trials, NewAgent: newAgent,
-		Clients: clients, Calls: calls, Ledger: ledger, Events: ex.opts.Events,
+		Clients: clients, Calls: calls, Ledger: ledger, Events: ex.emit,
 		ValidateSplit: ex.opts.ValidateSplit, HeldOut: ex.opts.HeldOut, EvalTrials: p.EvalTrials}
 	if ex.opts.Barrier != nil {
 		run.Barrier, run.BarrierInterval = ex.opts.Barrier(row), ex.opts.BarrierInterval
@@ -473,9 +486,7 @@ func (ex *planExecution) runRows(ctx context.Context, md *rundir.Dir) []RowOutco
 // process's.
 func (ex *planExecution) heldRow(md *rundir.Dir, row RowSpec, err error) RowOutcome {
 	msg := fmt.Sprintf("skipped: another process is running it; resume the matrix again once it is done (%v)", err)
-	if ex.opts.Events != nil {
-		ex.opts.Events(Event{Kind: EventRowHeld, Row: row.Name, Message: msg})
-	}
+	ex.emit(Event{Kind: EventRowHeld, Row: row.Name, Message: msg})
 	return RowOutcome{Name: row.Name, Dir: md.RowPath(row.Name), Status: rundir.StatusInterrupted, Error: msg,
 		Result: Result{Status: rundir.StatusInterrupted}, skipped: true}
 }

@@ -43,8 +43,8 @@ func (ex *planExecution) removeLeftovers(ctx context.Context, d *rundir.Dir, aga
 	if err != nil {
 		return fmt.Errorf("remove what earlier processes of %s left running: %w", d.Path, err)
 	}
-	if ex.opts.Events != nil && (!again || n.Total() > 0) {
-		ex.opts.Events(Event{Kind: EventLeftoversRemoved, Row: row, Message: fmt.Sprintf(
+	if !again || n.Total() > 0 {
+		ex.emit(Event{Kind: EventLeftoversRemoved, Row: row, Message: fmt.Sprintf(
 			"removed %d containers, %d networks and %d volumes that earlier processes of this run left", n.Containers, n.Networks, n.Volumes)})
 	}
 	return nil

@@ -75,8 +75,10 @@ type Run struct {
 	// MatrixLedger, for a row of a matrix, is the matrix-wide ledger Ledger
 	// charges; its wall clock is saved with the row's state.
 	MatrixLedger *llm.Ledger
-	// Events receives progress; it may be nil.
+	// Events receives progress, one event at a time; it may be nil.
 	Events func(Event)
+	// eventsMu serialises Events: trials run side by side.
+	eventsMu sync.Mutex
 	// Barrier, when set, is the diffusion barrier of a network experiment,
 	// called after each iteration's evolution steps (see BarrierFunc).
 	Barrier BarrierFunc
@@ -169,6 +171,8 @@ var ErrInterrupted = errors.New("interrupted")
 func (r *Run) emit(e Event) {
 	if r.Events != nil {
 		e.Row = r.Spec.Name
+		r.eventsMu.Lock()
+		defer r.eventsMu.Unlock()
 		r.Events(e)
 	}
 }
