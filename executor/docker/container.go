@@ -265,11 +265,15 @@ func (c *Container) boot(ctx context.Context) error {
 			return err
 		}
 	}
+	if c.first != nil {
+		// Before the start call, not after: the first command begins while
+		// the call is still returning, and timed from later a command its
+		// in-container timeout stopped would look as if it ended early by
+		// itself, an agent error rather than a timeout.
+		c.first.start = time.Now()
+	}
 	if err := c.d.cli.ContainerStart(ctx, c.id, container.StartOptions{}); err != nil {
 		return err
-	}
-	if c.first != nil {
-		c.first.start = time.Now()
 	}
 	// A keep-alive that exits at once (no sleep in the image) would
 	// otherwise surface later as a puzzling exec failure.
